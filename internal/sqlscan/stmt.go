@@ -1,0 +1,323 @@
+package sqlscan
+
+// The handlers below each see the tokens of one statement after its first word, with
+// s.st.n the index of the token (the first word is 0). They look only at what decides
+// a Kind or a Flag and ignore the rest.
+
+// begin classifies a statement by its first token.
+func (s *scanner) begin(t token) {
+	if t.kind != tokWord {
+		s.setKind(KindOther)
+		return
+	}
+	s.st.kw = t.kw
+	switch t.kw {
+	case kwSelect:
+		s.setKind(KindSelect)
+	case kwInsert:
+		s.setKind(KindInsert)
+	case kwUpdate:
+		s.setKind(KindUpdate)
+	case kwDelete:
+		s.setKind(KindDelete)
+	case kwReplace:
+		s.setKind(KindReplace)
+	case kwSet:
+		s.setKind(KindSet)
+		s.st.sub = setTarget
+	case kwShow:
+		s.setKind(KindShow)
+	case kwUse:
+		s.setKind(KindUse)
+	case kwBegin:
+		s.setKind(KindBegin)
+	case kwCommit:
+		s.setKind(KindCommit)
+	case kwRollback:
+		s.setKind(KindRollback)
+	case kwKill:
+		s.setKind(KindKill)
+	case kwLock:
+		// Any LOCK statement holds something on the connection: TABLES, INSTANCE.
+		s.setKind(KindLock)
+		s.flag(FlagLockTables)
+	case kwUnlock:
+		s.setKind(KindUnlock)
+	case kwLoad:
+		s.setKind(KindLoad)
+	case kwCall:
+		s.setKind(KindCall)
+	case kwPrepare:
+		s.setKind(KindPrepare)
+		s.flag(FlagSQLPrepare)
+	case kwExecute:
+		s.setKind(KindExecute)
+		s.flag(FlagSQLPrepare)
+	case kwDeallocate:
+		s.setKind(KindDeallocate)
+		s.flag(FlagSQLPrepare)
+	case kwXA:
+		s.setKind(KindXA)
+		s.flag(FlagXA)
+	case kwHandler:
+		s.setKind(KindHandler)
+		s.flag(FlagHandler)
+	case kwFlush:
+		s.setKind(KindFlush)
+	case kwCreate:
+		s.setKind(KindCreate)
+	case kwDrop:
+		s.setKind(KindDrop)
+	case kwAlter:
+		s.setKind(KindAlter)
+	case kwWith:
+		s.setKind(KindWith)
+	case kwDo:
+		s.setKind(KindDo)
+	case kwValues:
+		s.setKind(KindValues)
+	case kwTable:
+		s.setKind(KindTable)
+	case kwExplain:
+		s.setKind(KindExplain)
+	case kwDescribe, kwDesc:
+		s.setKind(KindDescribe)
+	case kwSavepoint:
+		s.setKind(KindSavepoint)
+	case kwRelease:
+		s.setKind(KindRelease)
+	default:
+		// START, GET, BACKUP and the rest: decided by later words, if at all.
+		s.setKind(KindOther)
+	}
+}
+
+// SET states: whether the next token is the target of an assignment.
+const (
+	setValue  uint8 = iota // inside an assigned expression
+	setTarget              // after SET or a top-level ','
+	setDone                // after SET STATEMENT ... FOR: the rest is another statement
+)
+
+// set finds SET TRANSACTION and the variables a SET assigns. Targets are the first
+// name after SET or after a ',' outside parentheses, past any scope word.
+func (s *scanner) set(t token) {
+	st := &s.st
+	switch {
+	case t.isPunct('('):
+		st.depth++
+	case t.isPunct(')'):
+		if st.depth > 0 {
+			st.depth--
+		}
+	}
+	if st.n == 1 && t.isWord(kwTransaction) {
+		s.flag(FlagSetTransaction)
+	}
+	switch st.sub {
+	case setTarget:
+		if t.kind == tokWord && isScope(t.kw) {
+			return // SET SESSION x, SET GLOBAL x, ...
+		}
+		if t.kind == tokWord || t.kind == tokQuotedIdent || t.kind == tokSysVar {
+			s.setVar(t)
+		}
+		st.sub = setValue
+	case setValue:
+		if st.depth > 0 {
+			return
+		}
+		if t.isPunct(',') {
+			st.sub = setTarget
+		} else if t.isWord(kwFor) {
+			st.sub = setDone
+		}
+	}
+}
+
+// setVar inspects the name of an assigned variable.
+func (s *scanner) setVar(t token) {
+	switch t.kw {
+	case kwInsertID, kwLastInsertID, kwIdentity:
+		s.flag(FlagInsertIDVar)
+	}
+	if t.track {
+		s.flag(FlagSessionTrackVar)
+	}
+}
+
+// KILL states, following MariaDB's
+// KILL [HARD|SOFT] [CONNECTION|QUERY [ID]] {thread_id | USER user | query_id},
+// of which MySQL's KILL [CONNECTION|QUERY] thread_id is a subset.
+const (
+	killStart    uint8 = iota // after KILL
+	killModifier              // after HARD or SOFT
+	killConn                  // after CONNECTION
+	killQuery                 // after QUERY
+	killTarget                // after a decimal thread id, which must end the statement
+	killBad                   // the target cannot be mapped to a thread id
+)
+
+func (s *scanner) kill(t token) {
+	st := &s.st
+	switch st.sub {
+	case killStart, killModifier:
+		switch {
+		case st.sub == killStart && (t.isWord(kwHard) || t.isWord(kwSoft)):
+			st.sub = killModifier
+		case t.isWord(kwConnection):
+			st.sub = killConn
+		case t.isWord(kwQuery):
+			st.sub = killQuery
+			st.killQuery = true
+		default:
+			s.killTarget(t)
+		}
+	case killConn:
+		s.killTarget(t)
+	case killQuery:
+		if t.isWord(kwID) {
+			st.sub = killBad // a query id, not a thread id
+			return
+		}
+		s.killTarget(t)
+	case killTarget:
+		st.sub = killBad // KILL 5+1, KILL 5 6: an expression the proxy won't evaluate
+	}
+}
+
+// killTarget accepts a plain decimal thread id that fits in 64 bits.
+func (s *scanner) killTarget(t token) {
+	st := &s.st
+	st.sub = killBad
+	if t.kind != tokNumber {
+		return // USER x, @var, 'string', (expr), ...
+	}
+	var id uint64
+	for _, c := range s.lx.q[t.start:t.end] {
+		if !isDigit(c) {
+			return
+		}
+		d := uint64(c - '0')
+		if id > (^uint64(0)-d)/10 {
+			return
+		}
+		id = id*10 + d
+	}
+	st.killID = id
+	st.sub = killTarget
+}
+
+// endKill records the outcome of a KILL statement. Only the first statement's KILL can
+// be answered by the proxy; a later one would reach the backend with a proxy id.
+func (s *scanner) endKill() {
+	st := &s.st
+	if s.nstmt != 0 {
+		s.flag(FlagKillUnsupported)
+		return
+	}
+	s.info.KillQuery = st.killQuery
+	if st.sub != killTarget {
+		s.flag(FlagKillUnsupported)
+		return
+	}
+	s.info.KillID = st.killID
+}
+
+// show finds SHOW WARNINGS/ERRORS and SHOW COUNT(*) WARNINGS/ERRORS.
+func (s *scanner) show(t token) {
+	st := &s.st
+	diag := t.isWord(kwWarnings) || t.isWord(kwErrors)
+	switch {
+	case st.n == 1 && diag:
+		s.flag(FlagDiagnostics)
+	case st.n == 1 && t.isWord(kwCount):
+		st.sub = 1
+	case st.n == 5 && st.sub == 1 && diag: // COUNT ( * ) WARNINGS
+		s.flag(FlagDiagnostics)
+	}
+}
+
+// get finds GET [CURRENT|STACKED] DIAGNOSTICS.
+func (s *scanner) get(t token) {
+	st := &s.st
+	switch {
+	case st.n == 1 && (t.isWord(kwCurrent) || t.isWord(kwStacked)):
+		st.sub = 1
+	case t.isWord(kwDiagnostics) && (st.n == 1 || st.n == 2 && st.sub == 1):
+		s.flag(FlagDiagnostics)
+	}
+}
+
+// create finds CREATE [OR REPLACE] TEMPORARY (tables and MariaDB sequences).
+func (s *scanner) create(t token) {
+	st := &s.st
+	switch {
+	case st.n == 1 && t.isWord(kwOr):
+		st.sub = 1
+	case st.n == 2 && st.sub == 1 && t.isWord(kwReplace):
+		st.sub = 2
+	case t.isWord(kwTemporary) && (st.n == 1 || st.n == 3 && st.sub == 2):
+		s.flag(FlagTempTable)
+	}
+}
+
+// drop finds DROP TEMPORARY TABLE and DROP PREPARE.
+func (s *scanner) drop(t token) {
+	if s.st.n != 1 {
+		return
+	}
+	switch {
+	case t.isWord(kwTemporary):
+		s.flag(FlagTempTable)
+	case t.isWord(kwPrepare):
+		s.setKind(KindDeallocate)
+		s.flag(FlagSQLPrepare)
+	}
+}
+
+// load finds LOAD {DATA|XML} [LOW_PRIORITY|CONCURRENT] LOCAL.
+func (s *scanner) load(t token) {
+	st := &s.st
+	switch {
+	case st.n == 1:
+		if t.isWord(kwData) || t.isWord(kwXML) {
+			st.sub = 1
+		}
+	case st.sub != 1:
+	case t.isWord(kwLocal) && st.n <= 3:
+		s.flag(FlagLoadLocal)
+		st.sub = 0
+	case st.n == 2 && (t.isWord(kwLowPriority) || t.isWord(kwConcurrent)):
+	default:
+		st.sub = 0
+	}
+}
+
+// flush finds FLUSH ... WITH READ LOCK and FLUSH TABLES ... FOR EXPORT, which both
+// leave locks held until UNLOCK TABLES.
+func (s *scanner) flush(t token) {
+	if t.isWord(kwLock) && s.prev1.isWord(kwRead) ||
+		t.isWord(kwExport) && s.prev1.isWord(kwFor) {
+		s.flag(FlagLockTables)
+	}
+}
+
+// backup handles MariaDB's BACKUP LOCK, BACKUP UNLOCK and BACKUP STAGE. A stage holds
+// backup locks until BACKUP STAGE END; taking it for a lock pins the session until it
+// is reset, which is the safe side for an administrative statement.
+func (s *scanner) backup(t token) {
+	if s.st.n != 1 {
+		return
+	}
+	switch {
+	case t.isWord(kwLock):
+		s.setKind(KindLock)
+		s.flag(FlagLockTables)
+	case t.isWord(kwUnlock):
+		s.setKind(KindUnlock)
+		s.flag(FlagUnlockTables)
+	case t.isWord(kwStage):
+		s.flag(FlagLockTables)
+	}
+}

@@ -1,0 +1,177 @@
+// Package config defines tpproxy's configuration file schema: the typed
+// Config, its documented defaults and Validate.
+//
+// The package only describes and checks values; reading YAML, environment
+// variables and flags is the job of cmd/tpproxy. The mapstructure tags are the
+// file's keys and form a fixed interface: renaming one breaks users' files.
+package config
+
+import "time"
+
+// AuthPlugin names the authentication plugin announced to clients.
+type AuthPlugin string
+
+// Authentication plugins tpproxy can announce to clients.
+const (
+	AuthNativePassword      AuthPlugin = "mysql_native_password"
+	AuthCachingSHA2Password AuthPlugin = "caching_sha2_password"
+)
+
+// TLSMode says whether backend connections use TLS.
+type TLSMode string
+
+// Backend TLS modes.
+const (
+	// TLSDisabled never uses TLS towards the backend.
+	TLSDisabled TLSMode = "disabled"
+	// TLSPreferred uses TLS when the backend offers it and plain TCP otherwise.
+	TLSPreferred TLSMode = "preferred"
+	// TLSRequired fails the connection when the backend does not offer TLS.
+	TLSRequired TLSMode = "required"
+)
+
+// Log levels and formats accepted in Log.
+const (
+	LogLevelDebug = "debug"
+	LogLevelInfo  = "info"
+	LogLevelWarn  = "warn"
+	LogLevelError = "error"
+
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
+
+// Limits enforced by Validate.
+const (
+	MinAllowedPacket ByteSize = 1 * KiB
+	MaxAllowedPacket ByteSize = 1 * GiB
+	MaxPoolSize               = 10000
+)
+
+// Config is the whole tpproxy configuration file.
+type Config struct {
+	// Listen is the client port, host:port. Port 0 picks a free port.
+	Listen string `mapstructure:"listen"`
+	// MaxClientConnections caps concurrent client sessions; the next client
+	// gets ERR 1040 (08004) Too many connections.
+	MaxClientConnections int `mapstructure:"max_client_connections"`
+	// MaxAllowedPacket is the largest client packet accepted.
+	MaxAllowedPacket ByteSize `mapstructure:"max_allowed_packet"`
+	// ServerVersion is the version string announced to clients; empty means
+	// the backend's own.
+	ServerVersion string `mapstructure:"server_version"`
+	// AuthPlugin is the default authentication plugin announced to clients.
+	AuthPlugin AuthPlugin `mapstructure:"auth_plugin"`
+	// LoadDataLocal relays LOAD DATA LOCAL INFILE between client and server.
+	// Off by default because it lets the server read client files.
+	LoadDataLocal bool `mapstructure:"load_data_local"`
+	// Users are the accounts clients may log in with.
+	Users []User `mapstructure:"users"`
+	// Backend is the MySQL or MariaDB server behind the proxy.
+	Backend Backend `mapstructure:"backend"`
+	// TLS is the client-side TLS; when set, clients may use SSL.
+	TLS TLS `mapstructure:"tls"`
+	// Log configures the process logger.
+	Log Log `mapstructure:"log"`
+}
+
+// User is one account clients may log in with.
+type User struct {
+	// User is the login name.
+	User string `mapstructure:"user"`
+	// Password is either the plain password or its mysql_native_password
+	// hash "*" followed by 40 hex digits, as in mysql.user.authentication_string.
+	// A plain password therefore cannot start with '*'. A hash can only
+	// verify mysql_native_password logins: caching_sha2_password needs the
+	// plain password.
+	Password string `mapstructure:"password"`
+}
+
+// Backend describes the server behind the proxy and the fixed pool of
+// connections to it.
+type Backend struct {
+	// Addr is the server's host:port.
+	Addr string `mapstructure:"addr"`
+	// User is the service account used for all backend connections.
+	User string `mapstructure:"user"`
+	// Password is the service account's plain password. It has no default
+	// value: a built-in credential would only hide a missing setting.
+	Password string `mapstructure:"password"`
+	// PoolSize is the fixed number of server connections, 1..MaxPoolSize.
+	PoolSize int `mapstructure:"pool_size"`
+	// AcquireTimeout is the longest a statement waits for a backend
+	// connection before the client gets an error.
+	AcquireTimeout time.Duration `mapstructure:"acquire_timeout"`
+	// ConnectTimeout bounds dialling and authenticating one connection.
+	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
+	// HealthInterval is how often idle connections are checked.
+	HealthInterval time.Duration `mapstructure:"health_interval"`
+	// MaxLifetime is how long a connection is used before it is replaced,
+	// with jitter so the pool does not reconnect all at once. 0 = unlimited.
+	MaxLifetime time.Duration `mapstructure:"max_lifetime"`
+	// Collation is set on every backend connection, e.g. utf8mb4_general_ci.
+	Collation string `mapstructure:"collation"`
+	// TLS configures TLS towards the backend.
+	TLS BackendTLS `mapstructure:"tls"`
+}
+
+// BackendTLS is TLS towards the backend, with crypto/tls semantics: the
+// server certificate is verified (against CA, or the system roots when CA is
+// empty) unless InsecureSkipVerify is set.
+type BackendTLS struct {
+	// Mode is disabled, preferred or required.
+	Mode TLSMode `mapstructure:"mode"`
+	// CA is a PEM file of certificate authorities to trust; empty means the
+	// system roots.
+	CA string `mapstructure:"ca"`
+	// Cert and Key are a PEM client certificate and key, set together.
+	Cert string `mapstructure:"cert"`
+	Key  string `mapstructure:"key"`
+	// ServerName is the name the server certificate must carry; empty means
+	// the host of Backend.Addr (see Backend.TLSConfig).
+	ServerName string `mapstructure:"server_name"`
+	// InsecureSkipVerify accepts any server certificate.
+	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+}
+
+// TLS is the proxy's own certificate for clients that ask for SSL. Both
+// empty means clients cannot use SSL.
+type TLS struct {
+	// Cert and Key are PEM files, set together.
+	Cert string `mapstructure:"cert"`
+	Key  string `mapstructure:"key"`
+}
+
+// Log configures the process logger.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `mapstructure:"level"`
+	// Format is text or json.
+	Format string `mapstructure:"format"`
+}
+
+// Default returns the documented defaults. It has no users, so it does not
+// validate until at least one is added.
+func Default() Config {
+	return Config{
+		Listen:               "127.0.0.1:6033",
+		MaxClientConnections: 10000,
+		MaxAllowedPacket:     64 * MiB,
+		ServerVersion:        "",
+		AuthPlugin:           AuthNativePassword,
+		LoadDataLocal:        false,
+		Backend: Backend{
+			Addr:           "127.0.0.1:3306",
+			User:           "app",
+			Password:       "",
+			PoolSize:       16,
+			AcquireTimeout: 10 * time.Second,
+			ConnectTimeout: 5 * time.Second,
+			HealthInterval: 10 * time.Second,
+			MaxLifetime:    time.Hour,
+			Collation:      "utf8mb4_general_ci",
+			TLS:            BackendTLS{Mode: TLSDisabled},
+		},
+		Log: Log{Level: LogLevelInfo, Format: LogFormatText},
+	}
+}

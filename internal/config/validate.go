@@ -1,0 +1,153 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks every value and returns all problems at once, joined with
+// errors.Join; each is a *FieldError naming its key. Use Errors to list them.
+// It reads the TLS files it names, so a missing file is reported here rather
+// than at the first connection.
+func (c *Config) Validate() error {
+	var v validator
+
+	v.addr("listen", c.Listen, 0)
+	if c.MaxClientConnections < 1 {
+		v.addf("max_client_connections", "must be at least 1, got %d", c.MaxClientConnections)
+	}
+	if c.MaxAllowedPacket < MinAllowedPacket || c.MaxAllowedPacket > MaxAllowedPacket {
+		v.addf("max_allowed_packet", "must be between %s and %s, got %s",
+			MinAllowedPacket, MaxAllowedPacket, c.MaxAllowedPacket)
+	}
+	if strings.IndexByte(c.ServerVersion, 0) >= 0 {
+		// The handshake carries the version NUL-terminated.
+		v.addf("server_version", "must not contain a NUL byte")
+	}
+	switch c.AuthPlugin {
+	case AuthNativePassword, AuthCachingSHA2Password:
+	default:
+		v.addf("auth_plugin", "must be %s or %s, got %q", AuthNativePassword, AuthCachingSHA2Password, c.AuthPlugin)
+	}
+	v.users(c.Users)
+	v.backend(&c.Backend)
+	if _, err := c.TLS.Load(); err != nil {
+		v.add(err)
+	}
+	switch c.Log.Level {
+	case LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError:
+	default:
+		v.addf("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case LogFormatText, LogFormatJSON:
+	default:
+		v.addf("log.format", "must be text or json, got %q", c.Log.Format)
+	}
+	return errors.Join(v.errs...)
+}
+
+// validator collects problems in the order they are found.
+type validator struct {
+	errs []error
+}
+
+// add appends err, flattening joined errors so the result is one flat list.
+func (v *validator) add(err error) { v.errs = append(v.errs, Errors(err)...) }
+
+func (v *validator) addf(key, format string, args ...any) {
+	v.errs = append(v.errs, fieldErr(key, fmt.Errorf(format, args...)))
+}
+
+// addr checks a numeric host:port with a port of at least minPort.
+func (v *validator) addr(key, addr string, minPort int) {
+	if addr == "" {
+		v.addf(key, "must be set (host:port)")
+		return
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.addf(key, "%q is not host:port", addr)
+		return
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < minPort || p > 65535 {
+		v.addf(key, "%q has an invalid port (want a number %d..65535)", addr, minPort)
+	}
+}
+
+func (v *validator) positive(key string, d time.Duration) {
+	if d <= 0 {
+		v.addf(key, "must be greater than 0, got %s", d)
+	}
+}
+
+func (v *validator) users(users []User) {
+	if len(users) == 0 {
+		v.add(fieldErr("users", ErrNoUsers))
+		return
+	}
+	seen := make(map[string]int, len(users))
+	for i, u := range users {
+		key := fmt.Sprintf("users[%d]", i)
+		switch first, dup := seen[u.User]; {
+		case u.User == "":
+			v.addf(key+".user", "must not be empty")
+		case dup:
+			v.addf(key+".user", "duplicate user %q (also users[%d])", u.User, first)
+		default:
+			seen[u.User] = i
+		}
+		if _, err := u.NativeHash(); err != nil {
+			v.add(fieldErr(key+".password", err))
+		}
+	}
+}
+
+func (v *validator) backend(b *Backend) {
+	v.addr("backend.addr", b.Addr, 1)
+	if b.User == "" {
+		v.addf("backend.user", "must not be empty")
+	}
+	if b.PoolSize < 1 || b.PoolSize > MaxPoolSize {
+		v.addf("backend.pool_size", "must be between 1 and %d, got %d", MaxPoolSize, b.PoolSize)
+	}
+	v.positive("backend.acquire_timeout", b.AcquireTimeout)
+	v.positive("backend.connect_timeout", b.ConnectTimeout)
+	v.positive("backend.health_interval", b.HealthInterval)
+	if b.MaxLifetime < 0 {
+		v.addf("backend.max_lifetime", "must be 0 (unlimited) or greater, got %s", b.MaxLifetime)
+	}
+	if !isCollationName(b.Collation) {
+		v.addf("backend.collation", "%q is not a collation name (e.g. utf8mb4_general_ci)", b.Collation)
+	}
+	switch b.TLS.Mode {
+	case TLSDisabled:
+		if (b.TLS.Cert == "") != (b.TLS.Key == "") {
+			v.add(fieldErr("backend.tls", ErrCertKeyPair))
+		}
+	case TLSPreferred, TLSRequired:
+		if _, err := b.TLS.Load(); err != nil {
+			v.add(err)
+		}
+	default:
+		v.addf("backend.tls.mode", "must be disabled, preferred or required, got %q", b.TLS.Mode)
+	}
+}
+
+// isCollationName accepts the shape of MySQL collation names; whether the
+// server knows the collation is only learnt when connecting.
+func isCollationName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
+}

@@ -2,17 +2,109 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 
 	"github.com/tpproxy/tpproxy/internal/config"
+	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy"
+	"github.com/tpproxy/tpproxy/scheduler"
 )
 
-// runServe runs the proxy until ctx is cancelled. It is wired to the proxy
-// packages in a later step.
+// runServe runs the proxy until ctx is cancelled: the backend pool, the
+// scheduler in front of it, and the client listener.
 func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	_ = ctx
-	_ = cfg
-	_ = log
-	return errors.New("serve: not wired yet")
+	pcfg, err := poolConfig(cfg, log)
+	if err != nil {
+		return err
+	}
+	p, err := pool.New(pcfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if err := p.Start(ctx); err != nil {
+		return err
+	}
+	sched, err := scheduler.New(scheduler.Config{})
+	if err != nil {
+		return err
+	}
+	fcfg, err := proxyConfig(cfg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := proxy.New(fcfg, p, sched)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	log.Info("tpproxy listening", "listen", ln.Addr().String(), "backend", cfg.Backend.Addr,
+		"pool_size", cfg.Backend.PoolSize, "server_version", p.ServerVersion())
+	err = srv.Serve(ctx, ln)
+	srv.Close()
+	log.Info("tpproxy stopped")
+	return err
+}
+
+// poolConfig maps the file's backend section onto the pool's config.
+func poolConfig(cfg *config.Config, log *slog.Logger) (pool.Config, error) {
+	b := cfg.Backend
+	tlsConf, err := b.TLSConfig()
+	if err != nil {
+		return pool.Config{}, err
+	}
+	mode := pool.TLSDisabled
+	switch b.TLS.Mode {
+	case config.TLSPreferred:
+		mode = pool.TLSPreferred
+	case config.TLSRequired:
+		mode = pool.TLSRequired
+	}
+	return pool.Config{
+		Addr:           b.Addr,
+		User:           b.User,
+		Password:       b.Password,
+		Size:           b.PoolSize,
+		AcquireTimeout: b.AcquireTimeout,
+		ConnectTimeout: b.ConnectTimeout,
+		HealthInterval: b.HealthInterval,
+		MaxLifetime:    b.MaxLifetime,
+		Collation:      b.Collation,
+		TLS:            tlsConf,
+		TLSMode:        mode,
+		LocalInfile:    cfg.LoadDataLocal,
+		Logger:         log.With("component", "pool"),
+	}, nil
+}
+
+// proxyConfig maps the file's front-end settings onto the proxy's config.
+func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
+	tlsConf, err := cfg.TLS.Load()
+	if err != nil {
+		return proxy.Config{}, err
+	}
+	users := make([]proxy.User, 0, len(cfg.Users))
+	for _, u := range cfg.Users {
+		h, err := u.NativeHash()
+		if err != nil {
+			return proxy.Config{}, err
+		}
+		plain, _ := u.Plain()
+		users = append(users, proxy.User{Name: u.User, Plain: plain, NativeHash: h})
+	}
+	return proxy.Config{
+		MaxClientConnections: cfg.MaxClientConnections,
+		MaxAllowedPacket:     int(cfg.MaxAllowedPacket),
+		ServerVersion:        cfg.ServerVersion,
+		AuthPlugin:           string(cfg.AuthPlugin),
+		LoadDataLocal:        cfg.LoadDataLocal,
+		Users:                users,
+		TLS:                  tlsConf,
+		Logger:               log,
+	}, nil
 }

@@ -90,7 +90,7 @@ type User struct {
 // Backend describes the server behind the proxy and the fixed pool of
 // connections to it.
 type Backend struct {
-	// Addr is the server's host:port.
+	// Addr is the server's host:port, or the path of its unix socket (starting with /).
 	Addr string `mapstructure:"addr"`
 	// User is the service account used for all backend connections.
 	User string `mapstructure:"user"`

@@ -108,7 +108,11 @@ func (v *validator) users(users []User) {
 }
 
 func (v *validator) backend(b *Backend) {
-	v.addr("backend.addr", b.Addr, 1)
+	if strings.HasPrefix(b.Addr, "/") {
+		// A unix socket path: the usual way to a server on the same host.
+	} else {
+		v.addr("backend.addr", b.Addr, 1)
+	}
 	if b.User == "" {
 		v.addf("backend.user", "must not be empty")
 	}

@@ -1,0 +1,270 @@
+// Package mysqlwire holds the MySQL client/server packet framing and the
+// packet helpers tpproxy needs beyond go-mysql: a buffered reader that can
+// hand out packets without copying, a writer that builds packets in place,
+// and parsers for the OK, ERR and EOF packets.
+package mysqlwire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// MaxPayload is the largest payload of one physical packet; a logical packet
+// of this size or more continues in the next physical packet.
+const MaxPayload = 1<<24 - 1
+
+// HeaderSize is the size of a packet header: 3 bytes length, 1 byte sequence.
+const HeaderSize = 4
+
+var (
+	// ErrPacketTooLarge is returned by ReadPacket when a logical packet is
+	// larger than the reader's limit (max_allowed_packet).
+	ErrPacketTooLarge = errors.New("mysqlwire: packet bigger than max_allowed_packet")
+	// ErrSequence is returned when a packet arrives with an unexpected
+	// sequence id: the peers disagree about where they are in the protocol.
+	ErrSequence = errors.New("mysqlwire: packet out of order")
+)
+
+// BufferPool hands out large read/write buffers to connections that only
+// need them while a command is in flight, so idle connections hold little.
+type BufferPool struct {
+	size int
+	p    sync.Pool
+}
+
+// NewBufferPool returns a pool of buffers of the given size.
+func NewBufferPool(size int) *BufferPool {
+	bp := &BufferPool{size: size}
+	bp.p.New = func() any {
+		b := make([]byte, size)
+		return &b
+	}
+	return bp
+}
+
+// Get returns a buffer of the pool's size.
+func (bp *BufferPool) Get() *[]byte { return bp.p.Get().(*[]byte) }
+
+// Put returns a buffer obtained from Get.
+func (bp *BufferPool) Put(b *[]byte) { bp.p.Put(b) }
+
+// Size is the length of the pool's buffers.
+func (bp *BufferPool) Size() int { return bp.size }
+
+// Reader reads MySQL packets from a stream.
+//
+// It keeps a small buffer of its own and borrows a large one from a
+// BufferPool only when a packet does not fit; Shrink gives the large buffer
+// back once everything buffered has been consumed. Slices returned by the
+// read methods point into the buffer and stay valid until the next call.
+type Reader struct {
+	rd    io.Reader
+	small []byte
+	buf   []byte
+	big   *[]byte
+	pool  *BufferPool
+	r, w  int
+	seq   uint8
+
+	// joined holds a logical packet assembled from several physical ones.
+	joined []byte
+
+	// MaxPacket bounds the logical packets ReadPacket accepts; 0 means no bound.
+	MaxPacket int
+}
+
+// NewReader returns a reader on rd that uses small as its resident buffer and
+// borrows from pool when a packet needs more room. pool may be nil, in which
+// case the reader grows its own buffer and keeps it.
+func NewReader(rd io.Reader, small []byte, pool *BufferPool) *Reader {
+	return &Reader{rd: rd, small: small, buf: small, pool: pool}
+}
+
+// Reset points the reader at a new stream and drops anything buffered.
+func (r *Reader) Reset(rd io.Reader) {
+	r.rd = rd
+	r.r, r.w = 0, 0
+	r.Shrink()
+}
+
+// Seq is the sequence id the next packet is expected to carry.
+func (r *Reader) Seq() uint8 { return r.seq }
+
+// SetSeq sets the sequence id the next packet is expected to carry.
+func (r *Reader) SetSeq(s uint8) { r.seq = s }
+
+// Buffered is the number of bytes read from the stream but not consumed.
+func (r *Reader) Buffered() int { return r.w - r.r }
+
+// Shrink returns a borrowed or grown buffer when nothing is buffered, so an
+// idle connection keeps only its small buffer.
+func (r *Reader) Shrink() {
+	if cap(r.joined) > 64<<10 {
+		r.joined = nil
+	}
+	if r.r != r.w {
+		return
+	}
+	r.r, r.w = 0, 0
+	if len(r.buf) == len(r.small) {
+		return
+	}
+	r.buf = r.small
+	if r.big != nil {
+		r.pool.Put(r.big)
+		r.big = nil
+	}
+}
+
+// ensure makes n bytes available in the buffer, reading as needed.
+func (r *Reader) ensure(n int) error {
+	if r.w-r.r >= n {
+		return nil
+	}
+	if n > len(r.buf) {
+		r.grow(n)
+	} else if r.r+n > len(r.buf) {
+		// Not enough room after the unread bytes: move them to the front.
+		copy(r.buf, r.buf[r.r:r.w])
+		r.w -= r.r
+		r.r = 0
+	}
+	for r.w-r.r < n {
+		m, err := r.rd.Read(r.buf[r.w:])
+		r.w += m
+		if err != nil {
+			if r.w-r.r >= n {
+				return nil
+			}
+			if errors.Is(err, io.EOF) && r.w-r.r > 0 {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// grow replaces the buffer by one of at least n bytes, keeping unread data.
+// Without a pool the grown buffer becomes the resident one.
+func (r *Reader) grow(n int) {
+	var nb []byte
+	var big *[]byte
+	if r.pool != nil && n <= r.pool.Size() {
+		big = r.pool.Get()
+		nb = *big
+	} else {
+		nb = make([]byte, max(2*len(r.buf), n))
+	}
+	copy(nb, r.buf[r.r:r.w])
+	r.w -= r.r
+	r.r = 0
+	if r.big != nil {
+		r.pool.Put(r.big)
+	}
+	if r.pool == nil {
+		r.small = nb
+	}
+	r.buf = nb
+	r.big = big
+}
+
+// Fill blocks until at least one more byte is buffered without consuming
+// anything. It lets a watcher notice that the peer went away while the
+// owner of the reader is busy elsewhere; the owner must not use the reader
+// until Fill has returned.
+func (r *Reader) Fill() error {
+	if r.w == len(r.buf) {
+		if r.r == 0 {
+			return nil // buffer full: the peer is clearly alive
+		}
+		copy(r.buf, r.buf[r.r:r.w])
+		r.w -= r.r
+		r.r = 0
+	}
+	m, err := r.rd.Read(r.buf[r.w:])
+	r.w += m
+	return err
+}
+
+// ReadRaw reads one physical packet and returns it with its header. The
+// header's sequence id is checked against Seq.
+func (r *Reader) ReadRaw() ([]byte, error) {
+	if err := r.ensure(HeaderSize); err != nil {
+		return nil, err
+	}
+	h := r.buf[r.r : r.r+HeaderSize]
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	if h[3] != r.seq {
+		return nil, fmt.Errorf("%w: got sequence %d, want %d", ErrSequence, h[3], r.seq)
+	}
+	if err := r.ensure(HeaderSize + n); err != nil {
+		return nil, err
+	}
+	p := r.buf[r.r : r.r+HeaderSize+n]
+	r.r += HeaderSize + n
+	r.seq++
+	return p, nil
+}
+
+// ReadPacket reads one logical packet (joining the physical packets of a
+// payload of 16 MiB or more) and returns its payload. A packet larger than
+// MaxPacket yields ErrPacketTooLarge before its payload is read.
+func (r *Reader) ReadPacket() ([]byte, error) {
+	if err := r.checkSize(0); err != nil {
+		return nil, err
+	}
+	raw, err := r.ReadRaw()
+	if err != nil {
+		return nil, err
+	}
+	payload := raw[HeaderSize:]
+	if len(payload) < MaxPayload {
+		return payload, nil
+	}
+	r.joined = append(r.joined[:0], payload...)
+	for {
+		if err := r.checkSize(len(r.joined)); err != nil {
+			return nil, err
+		}
+		raw, err = r.ReadRaw()
+		if err != nil {
+			return nil, err
+		}
+		part := raw[HeaderSize:]
+		r.joined = append(r.joined, part...)
+		if len(part) < MaxPayload {
+			return r.joined, nil
+		}
+	}
+}
+
+// checkSize looks at the next header and fails when the packet would take
+// the logical packet beyond MaxPacket.
+func (r *Reader) checkSize(have int) error {
+	if r.MaxPacket <= 0 {
+		return nil
+	}
+	if err := r.ensure(HeaderSize); err != nil {
+		return err
+	}
+	h := r.buf[r.r:]
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	if have+n > r.MaxPacket {
+		return ErrPacketTooLarge
+	}
+	return nil
+}
+
+// HasPacket reports whether a whole physical packet is buffered, so the
+// next ReadRaw will not block.
+func (r *Reader) HasPacket() bool {
+	if r.w-r.r < HeaderSize {
+		return false
+	}
+	h := r.buf[r.r:]
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	return r.w-r.r >= HeaderSize+n
+}

@@ -1,0 +1,101 @@
+package pool
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// TLSMode says whether backend connections use TLS.
+type TLSMode int
+
+const (
+	// TLSDisabled never uses TLS.
+	TLSDisabled TLSMode = iota
+	// TLSPreferred uses TLS when the server offers it.
+	TLSPreferred
+	// TLSRequired fails to connect when TLS cannot be established.
+	TLSRequired
+)
+
+// Config configures a Pool.
+type Config struct {
+	// Addr is the backend's host:port (or a unix socket path).
+	Addr string
+	// User and Password are the service account every backend connection
+	// logs in with.
+	User     string
+	Password string
+	// Size is the fixed number of backend connections. Default 16.
+	Size int
+	// AcquireTimeout bounds the wait for a free connection. Default 10s.
+	AcquireTimeout time.Duration
+	// ConnectTimeout bounds dialing plus the MySQL handshake. Default 5s.
+	ConnectTimeout time.Duration
+	// HealthInterval is how often idle connections are checked. Default 10s.
+	HealthInterval time.Duration
+	// MaxLifetime is how long a connection lives, minus up to 10% jitter so
+	// that connections do not all expire together; 0 means forever.
+	MaxLifetime time.Duration
+	// Collation is set on every backend connection; the server's fallback for
+	// unknown ids (latin1 on MariaDB) is never relied on. Default
+	// utf8mb4_general_ci, which MySQL and MariaDB both know.
+	Collation string
+	// TLS and TLSMode configure TLS to the backend.
+	TLS     *tls.Config
+	TLSMode TLSMode
+	// LocalInfile lets backend connections accept LOAD DATA LOCAL requests.
+	LocalInfile bool
+	// Logger receives pool events. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config with the documented defaults; Addr, User
+// and Password must still be set.
+func DefaultConfig() Config {
+	return Config{
+		Size:           16,
+		AcquireTimeout: 10 * time.Second,
+		ConnectTimeout: 5 * time.Second,
+		HealthInterval: 10 * time.Second,
+		MaxLifetime:    time.Hour,
+		Collation:      "utf8mb4_general_ci",
+	}
+}
+
+// Validate checks a Config and fills in defaults for zero values.
+func (c *Config) Validate() error {
+	d := DefaultConfig()
+	if c.Addr == "" {
+		return fmt.Errorf("%w: addr is empty", ErrBadConfig)
+	}
+	if c.Size == 0 {
+		c.Size = d.Size
+	}
+	if c.Size < 0 {
+		return fmt.Errorf("%w: size %d", ErrBadConfig, c.Size)
+	}
+	if c.AcquireTimeout <= 0 {
+		c.AcquireTimeout = d.AcquireTimeout
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = d.ConnectTimeout
+	}
+	if c.HealthInterval <= 0 {
+		c.HealthInterval = d.HealthInterval
+	}
+	if c.MaxLifetime < 0 {
+		return fmt.Errorf("%w: max_lifetime %s", ErrBadConfig, c.MaxLifetime)
+	}
+	if c.Collation == "" {
+		c.Collation = d.Collation
+	}
+	if c.TLSMode != TLSDisabled && c.TLS == nil {
+		c.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}

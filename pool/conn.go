@@ -1,0 +1,469 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+)
+
+// Command bytes the pool sends itself.
+const (
+	comInitDB          = 0x02
+	comQuery           = 0x03
+	comPing            = 0x0e
+	comSetOption       = 0x1b
+	comResetConnection = 0x1f
+)
+
+// initSQL sets the connection's character set explicitly (the handshake
+// collation byte is not trusted: MariaDB maps unknown ids to latin1) and
+// asks the server to report every change of schema, session variable and
+// other session state in OK packets. It runs after dialing and after every
+// COM_RESET_CONNECTION, which restores global values.
+func (p *Pool) initSQL() string {
+	cs := CharsetOf(p.cfg.Collation)
+	return "SET NAMES " + quoteValue(cs) + " COLLATE " + quoteValue(p.cfg.Collation) +
+		", SESSION session_track_schema = ON, SESSION session_track_state_change = ON, " +
+		"SESSION session_track_system_variables = '*'"
+}
+
+// bufSize is the resident read and write buffer of a backend connection:
+// one per connection, never released, large enough for a typical response.
+const bufSize = 64 << 10
+
+// opTimeout bounds the pool's own round trips (sync, reset, ping).
+const opTimeout = 10 * time.Second
+
+// Conn is one backend server connection. It is used by one goroutine at a
+// time: the pool while idle, the acquirer until Release.
+type Conn struct {
+	p  *Pool
+	nc net.Conn
+	r  *mysqlwire.Reader
+	w  *mysqlwire.Writer
+
+	threadID uint32
+	version  string
+	track    bool // CLIENT_SESSION_TRACK negotiated: OK packets carry session state
+	state    State
+
+	created  time.Time
+	expires  time.Time // zero: never
+	lastUsed time.Time
+
+	// dirty: the connection holds session state tpproxy does not track
+	// (user variables, temporary tables, locks...). It is reset before reuse.
+	dirty bool
+	// broken: the protocol state is unknown; the connection is closed on
+	// Release instead of reused.
+	broken bool
+}
+
+// ThreadID is the server's connection id of this connection (what KILL takes).
+func (c *Conn) ThreadID() uint32 { return c.threadID }
+
+// Reader is the connection's packet reader, for relaying responses.
+func (c *Conn) Reader() *mysqlwire.Reader { return c.r }
+
+// Writer is the connection's packet writer, for forwarding commands.
+func (c *Conn) Writer() *mysqlwire.Writer { return c.w }
+
+// NetConn is the underlying network connection, for deadlines.
+func (c *Conn) NetConn() net.Conn { return c.nc }
+
+// State is the session state the server currently holds for this connection.
+// The acquirer updates it as its statements change the session.
+func (c *Conn) State() *State { return &c.state }
+
+// SessionTrack reports whether the server sends session state changes in
+// OK packets, which changes their layout.
+func (c *Conn) SessionTrack() bool { return c.track }
+
+// MarkDirty records that the connection now holds session state that cannot
+// be replayed elsewhere, so it is reset before anyone else uses it.
+func (c *Conn) MarkDirty() { c.dirty = true }
+
+// Dirty reports whether MarkDirty was called since the last reset.
+func (c *Conn) Dirty() bool { return c.dirty }
+
+// MarkBroken records that the connection must not be reused.
+func (c *Conn) MarkBroken() { c.broken = true }
+
+// Broken reports whether the connection was marked broken.
+func (c *Conn) Broken() bool { return c.broken }
+
+// StartCommand prepares the connection for a new command: sequence ids
+// restart at 0 on both directions.
+func (c *Conn) StartCommand() {
+	c.w.SetSeq(0)
+	c.r.SetSeq(0)
+}
+
+// Flush sends buffered packets and lines the reader up with the writer's
+// sequence: the server answers with the next id.
+func (c *Conn) Flush() error {
+	c.r.SetSeq(c.w.Seq())
+	if err := c.w.Flush(); err != nil {
+		c.broken = true
+		return fmt.Errorf("%w: %w", ErrBroken, err)
+	}
+	return nil
+}
+
+// dial opens and prepares one backend connection.
+func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
+	cfg := &p.cfg
+	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+
+	useTLS := cfg.TLSMode == TLSRequired || (cfg.TLSMode == TLSPreferred && !p.tlsUnsupported.Load())
+	var sniff *sniffConn
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := net.Dialer{}
+		nc, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		_ = nc.SetDeadline(deadline)
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		sniff = &sniffConn{Conn: nc}
+		return sniff, nil
+	}
+	opts := func(cc *client.Conn) error {
+		for _, f := range []uint32{gomysql.CLIENT_MULTI_STATEMENTS, gomysql.CLIENT_MULTI_RESULTS,
+			gomysql.CLIENT_PS_MULTI_RESULTS, gomysql.CLIENT_SESSION_TRACK} {
+			if err := cc.SetCapability(f); err != nil {
+				return err
+			}
+		}
+		if cfg.LocalInfile {
+			if err := cc.SetCapability(gomysql.CLIENT_LOCAL_FILES); err != nil {
+				return err
+			}
+		}
+		if foundRows {
+			if err := cc.SetCapability(gomysql.CLIENT_FOUND_ROWS); err != nil {
+				return err
+			}
+		}
+		// Results are relayed to clients that do not speak these.
+		cc.UnsetCapability(gomysql.CLIENT_DEPRECATE_EOF)
+		cc.UnsetCapability(gomysql.CLIENT_QUERY_ATTRIBUTES)
+		cc.UnsetCapability(gomysql.CLIENT_COMPRESS)
+		cc.SetAttributes(map[string]string{"_client_name": "tpproxy", "program_name": "tpproxy"})
+		if err := cc.SetCollation(cfg.Collation); err != nil {
+			return err
+		}
+		if useTLS {
+			cc.SetTLSConfig(cfg.TLS)
+		}
+		return nil
+	}
+	network := "tcp"
+	if strings.Contains(cfg.Addr, "/") {
+		network = "unix"
+	}
+	cc, err := client.ConnectWithDialer(ctx, network, cfg.Addr, cfg.User, cfg.Password, "", dialer, opts)
+	if err != nil {
+		if useTLS && cfg.TLSMode == TLSPreferred && sniff != nil && sniff.serverLacksTLS() {
+			// The server does not offer TLS: remember, and dial in the clear.
+			p.tlsUnsupported.Store(true)
+			return p.dial(ctx, foundRows)
+		}
+		return nil, wrapDialError(err)
+	}
+	nc := cc.Conn.Conn
+	if nc == sniff {
+		nc = sniff.Conn
+	}
+	now := time.Now()
+	c := &Conn{
+		p:        p,
+		nc:       nc,
+		r:        mysqlwire.NewReader(nc, make([]byte, bufSize), nil),
+		w:        mysqlwire.NewWriterSize(nc, bufSize),
+		threadID: cc.GetConnectionID(),
+		version:  cc.GetServerVersion(),
+		track:    cc.HasCapability(gomysql.CLIENT_SESSION_TRACK),
+		created:  now,
+		lastUsed: now,
+	}
+	c.state.FoundRows = foundRows
+	if lt := cfg.MaxLifetime; lt > 0 {
+		c.expires = now.Add(lt - time.Duration(p.rand.Int64N(int64(lt/10)+1)))
+	}
+	if _, err := c.Exec(ctx, p.initSQL()); err != nil {
+		c.close()
+		return nil, fmt.Errorf("initialise session: %w", err)
+	}
+	c.state.Vars = CharsetVars(CharsetOf(cfg.Collation), cfg.Collation)
+	_ = nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// wrapDialError keeps a server error (wrong password, too many connections)
+// recognisable as a *mysqlwire.Error.
+func wrapDialError(err error) error {
+	var me *gomysql.MyError
+	if errors.As(err, &me) {
+		return fmt.Errorf("backend refused login: %w", &mysqlwire.Error{Code: me.Code, State: me.State, Message: me.Message})
+	}
+	return err
+}
+
+// sniffConn remembers the capability flags of the server's initial
+// handshake, so a failed TLS attempt can tell whether TLS is unsupported.
+type sniffConn struct {
+	net.Conn
+	head []byte
+}
+
+func (s *sniffConn) Read(b []byte) (int, error) {
+	n, err := s.Conn.Read(b)
+	if len(s.head) < 256 {
+		s.head = append(s.head, b[:min(n, 256-len(s.head))]...)
+	}
+	return n, err
+}
+
+// serverLacksTLS reads CLIENT_SSL from the captured initial handshake.
+func (s *sniffConn) serverLacksTLS() bool {
+	p := s.head
+	if len(p) < 5 || p[4] != 10 {
+		return false
+	}
+	p = p[5:]
+	_, p, err := mysqlwire.NullTerminated(p) // server version
+	if err != nil || len(p) < 4+9+2 {
+		return false
+	}
+	capLow := uint16(p[13]) | uint16(p[14])<<8
+	return uint32(capLow)&gomysql.CLIENT_SSL == 0
+}
+
+func (c *Conn) close() {
+	_ = c.nc.Close()
+}
+
+// withDeadline bounds the pool's own round trips by ctx and opTimeout.
+func (c *Conn) withDeadline(ctx context.Context) func() {
+	d := time.Now().Add(opTimeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+	}
+	_ = c.nc.SetDeadline(d)
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	return func() {
+		stop()
+		_ = c.nc.SetDeadline(time.Time{})
+	}
+}
+
+// command sends a one-packet command with an optional argument.
+func (c *Conn) command(cmd byte, arg string) error {
+	c.StartCommand()
+	c.w.Begin()
+	c.w.AppendByte(cmd)
+	c.w.AppendString(arg)
+	if err := c.w.End(); err != nil {
+		return err
+	}
+	return c.Flush()
+}
+
+// readResult reads a complete response to a command the pool sent. It
+// returns the final OK (or EOF status), skipping result sets; a server
+// error comes back as *mysqlwire.Error with the connection still usable.
+func (c *Conn) readResult(onRow func(row []byte) error) (mysqlwire.OK, error) {
+	var firstErr error
+	for {
+		p, err := c.r.ReadPacket()
+		if err != nil {
+			c.broken = true
+			return mysqlwire.OK{}, fmt.Errorf("%w: %w", ErrBroken, err)
+		}
+		switch {
+		case mysqlwire.IsERR(p):
+			return mysqlwire.OK{}, mysqlwire.ParseERR(p)
+		case p[0] == mysqlwire.OKHeader:
+			ok, err := mysqlwire.ParseOK(p, c.track)
+			if err != nil {
+				c.broken = true
+				return ok, fmt.Errorf("%w: %w", ErrBroken, err)
+			}
+			if ok.Status&mysqlwire.StatusMoreResults != 0 {
+				continue
+			}
+			return ok, firstErr
+		case mysqlwire.IsEOF(p): // COM_SET_OPTION answers with EOF
+			w, s := mysqlwire.EOFStatus(p)
+			return mysqlwire.OK{Status: s, Warnings: w}, nil
+		case p[0] == mysqlwire.LocalInfileHeader:
+			c.broken = true
+			return mysqlwire.OK{}, fmt.Errorf("%w: unexpected LOCAL INFILE request", ErrBroken)
+		}
+		// A result set: column count, definitions, EOF, rows, EOF.
+		n, _, _ := mysqlwire.LenEncInt(p)
+		for i := uint64(0); i <= n; i++ {
+			if _, err := c.r.ReadPacket(); err != nil {
+				c.broken = true
+				return mysqlwire.OK{}, fmt.Errorf("%w: %w", ErrBroken, err)
+			}
+		}
+		for {
+			row, err := c.r.ReadPacket()
+			if err != nil {
+				c.broken = true
+				return mysqlwire.OK{}, fmt.Errorf("%w: %w", ErrBroken, err)
+			}
+			if mysqlwire.IsERR(row) {
+				return mysqlwire.OK{}, mysqlwire.ParseERR(row)
+			}
+			if mysqlwire.IsEOF(row) {
+				w, s := mysqlwire.EOFStatus(row)
+				if s&mysqlwire.StatusMoreResults == 0 {
+					return mysqlwire.OK{Status: s, Warnings: w}, firstErr
+				}
+				break
+			}
+			if onRow != nil && firstErr == nil {
+				firstErr = onRow(row)
+			}
+		}
+	}
+}
+
+// Exec runs a statement that returns no rows worth keeping (SET, DO) and
+// returns its final OK.
+func (c *Conn) Exec(ctx context.Context, sql string) (mysqlwire.OK, error) {
+	defer c.withDeadline(ctx)()
+	if err := c.command(comQuery, sql); err != nil {
+		return mysqlwire.OK{}, err
+	}
+	return c.readResult(nil)
+}
+
+// Query runs a statement and calls onRow with each text-protocol row
+// (length-encoded values). It is meant for small administrative queries.
+func (c *Conn) Query(ctx context.Context, sql string, onRow func(row []byte) error) error {
+	defer c.withDeadline(ctx)()
+	if err := c.command(comQuery, sql); err != nil {
+		return err
+	}
+	_, err := c.readResult(onRow)
+	return err
+}
+
+// ping checks the connection with COM_PING.
+func (c *Conn) ping(ctx context.Context) error {
+	defer c.withDeadline(ctx)()
+	if err := c.command(comPing, ""); err != nil {
+		return err
+	}
+	_, err := c.readResult(nil)
+	return err
+}
+
+// reset clears all session state on the server with COM_RESET_CONNECTION
+// and turns session tracking back on.
+func (c *Conn) reset(ctx context.Context) error {
+	done := c.withDeadline(ctx)
+	err := c.command(comResetConnection, "")
+	if err == nil {
+		_, err = c.readResult(nil)
+	}
+	done()
+	if err != nil {
+		return err
+	}
+	c.dirty = false
+	if _, err = c.Exec(ctx, c.p.initSQL()); err != nil {
+		return err
+	}
+	c.state.Vars = append(c.state.Vars[:0], CharsetVars(CharsetOf(c.p.cfg.Collation), c.p.cfg.Collation)...)
+	c.state.sum = 0
+	return nil
+}
+
+// ErrNeedsFreshConn is returned by Sync when the wanted state cannot be
+// reached on this connection (a session without a default schema on a
+// connection that has one): the caller gets a different connection.
+var ErrNeedsFreshConn = errors.New("pool: state needs a fresh connection")
+
+// Sync brings the server session of c to want: schema, session variables
+// and the multi-statement option. A server error (say, the schema was
+// dropped) is returned as *mysqlwire.Error and leaves c usable.
+func (c *Conn) Sync(ctx context.Context, want *State) error {
+	if c.state.Equal(want) {
+		return nil
+	}
+	if want.FoundRows != c.state.FoundRows || (want.Schema == "" && c.state.Schema != "") {
+		return ErrNeedsFreshConn
+	}
+	if want.Schema != c.state.Schema {
+		if err := c.initDB(ctx, want.Schema); err != nil {
+			return err
+		}
+	}
+	if stmt := setStatement(&c.state, want); stmt != "" {
+		if _, err := c.Exec(ctx, stmt); err != nil {
+			// Some assignments may have been applied: start over elsewhere.
+			c.dirty = true
+			return err
+		}
+		c.state.Vars = append(c.state.Vars[:0], want.Vars...)
+		c.state.sum = 0
+	}
+	if want.MultiStatementsOff != c.state.MultiStatementsOff {
+		if err := c.setMultiStatements(ctx, !want.MultiStatementsOff); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Conn) initDB(ctx context.Context, schema string) error {
+	defer c.withDeadline(ctx)()
+	if err := c.command(comInitDB, schema); err != nil {
+		return err
+	}
+	if _, err := c.readResult(nil); err != nil {
+		return err
+	}
+	c.state.SetSchema(schema)
+	return nil
+}
+
+func (c *Conn) setMultiStatements(ctx context.Context, on bool) error {
+	defer c.withDeadline(ctx)()
+	c.StartCommand()
+	c.w.Begin()
+	c.w.AppendByte(comSetOption)
+	if on {
+		c.w.AppendUint16(0)
+	} else {
+		c.w.AppendUint16(1)
+	}
+	if err := c.w.End(); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	if _, err := c.readResult(nil); err != nil {
+		return err
+	}
+	c.state.SetMultiStatements(on)
+	return nil
+}

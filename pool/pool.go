@@ -1,0 +1,451 @@
+// Package pool holds tpproxy's backend executors: a fixed set of server
+// connections, dialed with the flags the proxy relies on, health-checked,
+// replaced with backoff when they fail, retired after their lifetime, and
+// handed to acquirers in FIFO order with a bounded wait.
+//
+// The pool provides the mechanism only. Which session may use which
+// connection, and when a connection must be reset, is decided above it in
+// package proxy.
+package pool
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// matchScan bounds how many idle connections Acquire inspects looking for
+// one whose session state already matches.
+const matchScan = 32
+
+// Pool is a fixed-size set of backend connections.
+type Pool struct {
+	cfg  Config
+	rand *rand.Rand // guarded by mu
+
+	// mu guards the fields below. Nothing blocks on the network while it is
+	// held.
+	mu      sync.Mutex
+	idle    []*Conn // stack: the most recently used connection is last
+	waiters waitQueue
+	open    int // connections alive or being dialed
+	dialing int
+	closed  bool
+	// lastDialErr is the error of the most recent failed dial, cleared by a
+	// successful one; with open == 0 it makes Acquire fail fast.
+	lastDialErr error
+	backoff     time.Duration
+	version     string
+
+	tlsUnsupported atomic.Bool
+
+	fill chan struct{} // wakes the filler
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	ctrl control
+
+	stats counters
+}
+
+// waiter is an Acquire call waiting for a connection. ch has room for one
+// connection so a releaser never blocks handing it over.
+type waiter struct {
+	ch   chan *Conn
+	next *waiter
+	prev *waiter
+}
+
+// waitQueue is a FIFO of waiters with O(1) removal of a waiter that gives up.
+type waitQueue struct {
+	head, tail *waiter
+	n          int
+}
+
+func (q *waitQueue) push(w *waiter) {
+	w.prev = q.tail
+	if q.tail != nil {
+		q.tail.next = w
+	} else {
+		q.head = w
+	}
+	q.tail = w
+	q.n++
+}
+
+func (q *waitQueue) pop() *waiter {
+	w := q.head
+	if w != nil {
+		q.remove(w)
+	}
+	return w
+}
+
+func (q *waitQueue) remove(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		q.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		q.tail = w.prev
+	}
+	w.next, w.prev = nil, nil
+	q.n--
+}
+
+// New validates cfg and returns a pool that has not dialed yet; Start dials.
+func New(cfg Config) (*Pool, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Pool{
+		cfg:  cfg,
+		rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x7470)),
+		fill: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	p.ctrl.p = p
+	return p, nil
+}
+
+// Start dials the pool's connections in the background and waits until the
+// first dial has succeeded or failed, so ServerVersion is known when the
+// backend is up. A failing backend is not an error: the filler keeps trying
+// with backoff.
+func (p *Pool) Start(ctx context.Context) error {
+	first := make(chan struct{})
+	p.wg.Add(2)
+	go p.filler(first)
+	go p.maintain()
+	p.wakeFiller()
+	select {
+	case <-first:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close closes idle connections, fails waiters, and stops background work.
+// Connections in use are closed when released.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	for w := p.waiters.pop(); w != nil; w = p.waiters.pop() {
+		close(w.ch)
+	}
+	p.open -= len(idle)
+	p.mu.Unlock()
+	close(p.done)
+	for _, c := range idle {
+		c.close()
+	}
+	p.ctrl.close()
+	p.wg.Wait()
+}
+
+// Config returns the pool's configuration with defaults filled in.
+func (p *Pool) Config() Config { return p.cfg }
+
+// ServerVersion is the version string of the backend, "" until a
+// connection has been made.
+func (p *Pool) ServerVersion() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version
+}
+
+// Acquire returns a connection for the caller's exclusive use until
+// Release. It prefers an idle connection whose session state already
+// equals want (want may be nil), then the most recently used one; when
+// none is idle it waits in FIFO order for at most AcquireTimeout. The
+// caller brings the connection to its state with Sync.
+func (p *Pool) Acquire(ctx context.Context, want *State) (*Conn, error) {
+	p.stats.acquires.Add(1)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if c := p.takeIdle(want); c != nil {
+		p.mu.Unlock()
+		return p.fit(ctx, c, want)
+	}
+	if p.open == 0 && p.dialing == 0 && p.lastDialErr != nil {
+		err := p.lastDialErr
+		p.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
+	}
+	w := &waiter{ch: make(chan *Conn, 1)}
+	p.waiters.push(w)
+	p.mu.Unlock()
+	p.wakeFiller()
+
+	start := time.Now()
+	p.stats.waits.Add(1)
+	timer := time.NewTimer(p.cfg.AcquireTimeout)
+	defer timer.Stop()
+	var c *Conn
+	var ok, gaveUp bool
+	select {
+	case c, ok = <-w.ch:
+	case <-timer.C:
+		gaveUp = true
+	case <-ctx.Done():
+		gaveUp = true
+	}
+	if gaveUp {
+		p.mu.Lock()
+		select {
+		case c, ok = <-w.ch: // handed over (or failed) while we were giving up
+		default:
+			p.waiters.remove(w)
+		}
+		p.mu.Unlock()
+	}
+	p.stats.waitNanos.Add(int64(time.Since(start)))
+	if ok {
+		return p.fit(ctx, c, want)
+	}
+	p.mu.Lock()
+	closed, dialErr := p.closed, p.lastDialErr
+	p.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case !gaveUp:
+		// The filler gave up on us: the backend is down and no connection is left.
+		return nil, fmt.Errorf("%w: %w", ErrBackendUnavailable, dialErr)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	p.stats.timeouts.Add(1)
+	if dialErr != nil {
+		return nil, fmt.Errorf("%w (%s); last dial error: %w", ErrAcquireTimeout, p.cfg.AcquireTimeout, dialErr)
+	}
+	return nil, fmt.Errorf("%w (%s)", ErrAcquireTimeout, p.cfg.AcquireTimeout)
+}
+
+// takeIdle pops the best idle connection for want. mu must be held.
+func (p *Pool) takeIdle(want *State) *Conn {
+	n := len(p.idle)
+	if n == 0 {
+		return nil
+	}
+	pick := n - 1
+	if want != nil {
+		sum := want.Sum()
+		for i := n - 1; i >= 0 && i >= n-matchScan; i-- {
+			if p.idle[i].state.sum == sum {
+				pick = i
+				break
+			}
+		}
+	}
+	c := p.idle[pick]
+	copy(p.idle[pick:], p.idle[pick+1:])
+	p.idle[n-1] = nil
+	p.idle = p.idle[:n-1]
+	return c
+}
+
+// fit makes sure c can take want's state: a connection dialed with the
+// other CLIENT_FOUND_ROWS setting, or with a schema when want has none, is
+// replaced by a freshly dialed one in the same slot.
+func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
+	if want == nil || (c.state.FoundRows == want.FoundRows && (want.Schema != "" || c.state.Schema == "")) {
+		return c, nil
+	}
+	p.stats.replaced.Add(1)
+	c.close()
+	nc, err := p.dial(ctx, want.FoundRows)
+	if err != nil {
+		p.stats.dialErrors.Add(1)
+		p.mu.Lock()
+		p.open--
+		p.mu.Unlock()
+		p.wakeFiller()
+		return nil, fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
+	}
+	p.stats.dials.Add(1)
+	return nc, nil
+}
+
+// Release returns a connection. A broken connection is closed and replaced;
+// a dirty one is reset first (in the caller's goroutine, so the next user
+// never waits for it); an expired one is retired.
+func (p *Pool) Release(c *Conn) {
+	c.lastUsed = time.Now()
+	if !c.broken && c.dirty {
+		p.stats.resets.Add(1)
+		if err := c.reset(context.Background()); err != nil {
+			p.cfg.Logger.Warn("backend reset failed; replacing connection", "thread_id", c.threadID, "err", err)
+			c.broken = true
+		}
+	}
+	if c.broken || (!c.expires.IsZero() && c.lastUsed.After(c.expires)) {
+		p.discard(c)
+		return
+	}
+	p.put(c)
+}
+
+// put hands c to the first waiter or makes it idle.
+func (p *Pool) put(c *Conn) {
+	p.mu.Lock()
+	if p.closed {
+		p.open--
+		p.mu.Unlock()
+		c.close()
+		return
+	}
+	if w := p.waiters.pop(); w != nil {
+		p.mu.Unlock()
+		w.ch <- c
+		return
+	}
+	p.idle = append(p.idle, c)
+	p.mu.Unlock()
+}
+
+// discard closes c and lets the filler dial a replacement.
+func (p *Pool) discard(c *Conn) {
+	if c.broken {
+		p.stats.broken.Add(1)
+	} else {
+		p.stats.expired.Add(1)
+	}
+	c.close()
+	p.mu.Lock()
+	p.open--
+	p.mu.Unlock()
+	p.wakeFiller()
+}
+
+func (p *Pool) wakeFiller() {
+	select {
+	case p.fill <- struct{}{}:
+	default:
+	}
+}
+
+// filler keeps the pool at its size, dialing with exponential backoff while
+// the backend fails. first is closed after the first dial attempt.
+func (p *Pool) filler(first chan struct{}) {
+	defer p.wg.Done()
+	backoff := time.NewTimer(time.Hour)
+	backoff.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-p.fill:
+		case <-backoff.C:
+		}
+		for {
+			p.mu.Lock()
+			if p.closed || p.open >= p.cfg.Size {
+				p.mu.Unlock()
+				break
+			}
+			p.open++
+			p.dialing++
+			p.mu.Unlock()
+
+			c, err := p.dial(context.Background(), false)
+			if first != nil {
+				close(first)
+				first = nil
+			}
+			p.mu.Lock()
+			p.dialing--
+			if err != nil {
+				p.open--
+				p.lastDialErr = err
+				p.backoff = min(max(2*p.backoff, 100*time.Millisecond), 5*time.Second)
+				wait := p.backoff
+				// Waiters cannot be served while the backend is down and no
+				// connection is left: tell them now rather than at timeout.
+				var failed []*waiter
+				if p.open == 0 {
+					for w := p.waiters.pop(); w != nil; w = p.waiters.pop() {
+						failed = append(failed, w)
+					}
+				}
+				p.mu.Unlock()
+				for _, w := range failed {
+					close(w.ch)
+				}
+				p.stats.dialErrors.Add(1)
+				p.cfg.Logger.Warn("backend dial failed", "addr", p.cfg.Addr, "retry_in", wait, "err", err)
+				backoff.Reset(wait)
+				break
+			}
+			p.lastDialErr = nil
+			p.backoff = 0
+			if p.version == "" {
+				p.version = c.version
+			}
+			p.mu.Unlock()
+			p.stats.dials.Add(1)
+			p.put(c)
+		}
+	}
+}
+
+// maintain pings connections that sat idle for a health interval and
+// retires expired ones.
+func (p *Pool) maintain() {
+	defer p.wg.Done()
+	t := time.NewTicker(p.cfg.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		p.mu.Lock()
+		var check []*Conn
+		keep := p.idle[:0]
+		for _, c := range p.idle {
+			if now.Sub(c.lastUsed) >= p.cfg.HealthInterval || (!c.expires.IsZero() && now.After(c.expires)) {
+				check = append(check, c)
+			} else {
+				keep = append(keep, c)
+			}
+		}
+		clear(p.idle[len(keep):])
+		p.idle = keep
+		p.mu.Unlock()
+		for _, c := range check {
+			if !c.expires.IsZero() && now.After(c.expires) {
+				p.discard(c)
+				continue
+			}
+			p.stats.healthChecks.Add(1)
+			if err := c.ping(context.Background()); err != nil {
+				p.stats.healthFailures.Add(1)
+				p.cfg.Logger.Warn("backend health check failed; replacing connection", "thread_id", c.threadID, "err", err)
+				c.broken = true
+				p.discard(c)
+				continue
+			}
+			c.lastUsed = time.Now()
+			p.put(c)
+		}
+	}
+}

@@ -1,0 +1,264 @@
+package pool
+
+import (
+	"hash/maphash"
+	"slices"
+	"strings"
+)
+
+// Var is a session system variable whose value differs from (or was set
+// explicitly over) the server's global default.
+type Var struct {
+	Name  string // lower case, as reported by session tracking
+	Value string
+}
+
+// State is the part of a MySQL session that tpproxy tracks and can replay
+// onto any backend connection: the default schema, session system variables
+// set away from their global values, the multi-statement option, and the
+// CLIENT_FOUND_ROWS capability (fixed when a connection is dialed).
+//
+// A session and every backend connection each own a State; the connection
+// that runs a session's statement is first brought to the session's State.
+// The zero value is a fresh connection with no schema.
+type State struct {
+	Schema string
+	// Vars is sorted by Name; a variable appears at most once.
+	Vars []Var
+	// MultiStatementsOff records COM_SET_OPTION(MYSQL_OPTION_MULTI_STATEMENTS_OFF);
+	// connections are dialed with multi-statements on.
+	MultiStatementsOff bool
+	FoundRows          bool
+
+	sum uint64
+}
+
+var stateSeed = maphash.MakeSeed()
+
+// rehash recomputes the fingerprint used to find matching connections fast.
+func (s *State) rehash() {
+	var h maphash.Hash
+	h.SetSeed(stateSeed)
+	h.WriteString(s.Schema)
+	h.WriteByte(0)
+	for _, v := range s.Vars {
+		h.WriteString(v.Name)
+		h.WriteByte('=')
+		h.WriteString(v.Value)
+		h.WriteByte(0)
+	}
+	var flags byte
+	if s.MultiStatementsOff {
+		flags |= 1
+	}
+	if s.FoundRows {
+		flags |= 2
+	}
+	h.WriteByte(flags)
+	s.sum = h.Sum64()
+}
+
+// Sum is a fingerprint of the state: equal states have equal sums.
+func (s *State) Sum() uint64 {
+	if s.sum == 0 {
+		s.rehash()
+	}
+	return s.sum
+}
+
+// Equal reports whether two states are the same.
+func (s *State) Equal(o *State) bool {
+	return s.Sum() == o.Sum() && s.Schema == o.Schema &&
+		s.MultiStatementsOff == o.MultiStatementsOff && s.FoundRows == o.FoundRows &&
+		slices.Equal(s.Vars, o.Vars)
+}
+
+// CopyFrom makes s equal to o without sharing memory with it.
+func (s *State) CopyFrom(o *State) {
+	s.Schema = o.Schema
+	s.Vars = append(s.Vars[:0], o.Vars...)
+	s.MultiStatementsOff = o.MultiStatementsOff
+	s.FoundRows = o.FoundRows
+	s.sum = o.sum
+}
+
+// SetSchema records a new default schema.
+func (s *State) SetSchema(name string) {
+	if s.Schema != name {
+		s.Schema = name
+		s.sum = 0
+	}
+}
+
+// SetVar records the value of a session variable.
+func (s *State) SetVar(name, value string) {
+	name = strings.ToLower(name)
+	i, found := slices.BinarySearchFunc(s.Vars, name, func(v Var, n string) int { return strings.Compare(v.Name, n) })
+	if found {
+		if s.Vars[i].Value == value {
+			return
+		}
+		s.Vars[i].Value = value
+	} else {
+		s.Vars = slices.Insert(s.Vars, i, Var{Name: name, Value: value})
+	}
+	s.sum = 0
+}
+
+// Var returns the recorded value of a session variable.
+func (s *State) Var(name string) (string, bool) {
+	i, found := slices.BinarySearchFunc(s.Vars, name, func(v Var, n string) int { return strings.Compare(v.Name, n) })
+	if !found {
+		return "", false
+	}
+	return s.Vars[i].Value, true
+}
+
+// SetMultiStatements records the multi-statement option.
+func (s *State) SetMultiStatements(on bool) {
+	if s.MultiStatementsOff == on {
+		s.MultiStatementsOff = !on
+		s.sum = 0
+	}
+}
+
+// CharsetVars are the session variables SET NAMES charset COLLATE
+// collation establishes, sorted as State keeps them.
+func CharsetVars(charset, collation string) []Var {
+	return []Var{
+		{Name: "character_set_client", Value: charset},
+		{Name: "character_set_connection", Value: charset},
+		{Name: "character_set_results", Value: charset},
+		{Name: "collation_connection", Value: collation},
+	}
+}
+
+// CharsetOf derives the character set from a collation name.
+func CharsetOf(collation string) string {
+	if collation == "binary" {
+		return collation
+	}
+	if i := strings.IndexByte(collation, '_'); i > 0 {
+		return collation[:i]
+	}
+	return collation
+}
+
+// nullable lists variables whose empty tracked value means NULL.
+func nullable(name string) bool { return name == "character_set_results" }
+
+// varOrder puts character set variables before collations so that a SET
+// that changes both ends with the collation asked for: setting
+// character_set_connection resets collation_connection to the charset's
+// default.
+func varOrder(name string) int {
+	switch {
+	case strings.HasPrefix(name, "character_set_"):
+		return 0
+	case strings.HasPrefix(name, "collation_"):
+		return 1
+	}
+	return 2
+}
+
+// setStatement returns the SET statement that brings a connection in state
+// have to the variables of want, or "" when they already agree. Variables
+// that want does not override go back to their global value.
+func setStatement(have, want *State) string {
+	type assign struct {
+		name, value string
+		def         bool
+	}
+	var todo []assign
+	for _, v := range want.Vars {
+		if hv, ok := have.Var(v.Name); !ok || hv != v.Value {
+			todo = append(todo, assign{name: v.Name, value: v.Value})
+		}
+	}
+	for _, v := range have.Vars {
+		if _, ok := want.Var(v.Name); !ok {
+			todo = append(todo, assign{name: v.Name, def: true})
+		}
+	}
+	if len(todo) == 0 {
+		return ""
+	}
+	slices.SortStableFunc(todo, func(a, b assign) int { return varOrder(a.name) - varOrder(b.name) })
+	var b strings.Builder
+	b.WriteString("SET ")
+	for i, a := range todo {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("SESSION ")
+		b.WriteString(quoteIdent(a.name))
+		b.WriteString(" = ")
+		if a.def {
+			b.WriteString("DEFAULT")
+		} else if a.value == "" && nullable(a.name) {
+			b.WriteString("NULL")
+		} else {
+			b.WriteString(quoteValue(a.value))
+		}
+	}
+	return b.String()
+}
+
+// quoteIdent quotes a variable or schema name with backticks.
+func quoteIdent(s string) string {
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
+}
+
+// quoteValue renders a tracked variable value as a SQL literal. Numbers go
+// unquoted (numeric variables reject strings); simple words are quoted;
+// anything else is a hex literal, which reads the same whatever sql_mode
+// (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) is in force.
+func quoteValue(v string) string {
+	if isNumber(v) {
+		return v
+	}
+	simple := true
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '_' || c == ',' || c == '.' || c == ':' || c == '+' || c == '-' || c == '/' || c == ' ') {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return "'" + v + "'"
+	}
+	const hexdigits = "0123456789abcdef"
+	b := make([]byte, 0, 3+2*len(v))
+	b = append(b, "X'"...)
+	for i := 0; i < len(v); i++ {
+		b = append(b, hexdigits[v[i]>>4], hexdigits[v[i]&15])
+	}
+	b = append(b, '\'')
+	return string(b)
+}
+
+func isNumber(v string) bool {
+	if v == "" {
+		return false
+	}
+	i := 0
+	if v[0] == '-' {
+		i = 1
+	}
+	if i == len(v) {
+		return false
+	}
+	dot := false
+	for ; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return v[len(v)-1] != '.'
+}

@@ -1,0 +1,76 @@
+package pool
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// counters are the pool's event counts, updated without the pool lock.
+type counters struct {
+	acquires       atomic.Uint64
+	waits          atomic.Uint64
+	timeouts       atomic.Uint64
+	waitNanos      atomic.Int64
+	dials          atomic.Uint64
+	dialErrors     atomic.Uint64
+	resets         atomic.Uint64
+	replaced       atomic.Uint64
+	broken         atomic.Uint64
+	expired        atomic.Uint64
+	healthChecks   atomic.Uint64
+	healthFailures atomic.Uint64
+	kills          atomic.Uint64
+}
+
+// Stats is a snapshot of a pool, the list database/sql's DBStats keeps plus
+// what a fixed pool in front of a thread pool needs to show.
+type Stats struct {
+	Size    int // configured number of connections
+	Open    int // alive or being dialed
+	Idle    int
+	InUse   int
+	Dialing int
+	Waiting int // Acquire calls waiting now
+
+	Acquires        uint64        // Acquire calls
+	Waits           uint64        // Acquire calls that had to wait
+	WaitDuration    time.Duration // total time spent waiting
+	AcquireTimeouts uint64
+	Dials           uint64 // successful dials
+	DialErrors      uint64
+	Resets          uint64 // COM_RESET_CONNECTION before reuse
+	Replaced        uint64 // closed and redialed to fit a session (found_rows, no schema)
+	Broken          uint64 // closed after an error
+	Expired         uint64 // retired at the end of their lifetime
+	HealthChecks    uint64
+	HealthFailures  uint64
+	Kills           uint64 // KILL statements sent on the control connection
+}
+
+// Stats returns a snapshot of the pool.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	s := Stats{
+		Size:    p.cfg.Size,
+		Open:    p.open,
+		Idle:    len(p.idle),
+		Dialing: p.dialing,
+		Waiting: p.waiters.n,
+	}
+	p.mu.Unlock()
+	s.InUse = s.Open - s.Idle - s.Dialing
+	s.Acquires = p.stats.acquires.Load()
+	s.Waits = p.stats.waits.Load()
+	s.WaitDuration = time.Duration(p.stats.waitNanos.Load())
+	s.AcquireTimeouts = p.stats.timeouts.Load()
+	s.Dials = p.stats.dials.Load()
+	s.DialErrors = p.stats.dialErrors.Load()
+	s.Resets = p.stats.resets.Load()
+	s.Replaced = p.stats.replaced.Load()
+	s.Broken = p.stats.broken.Load()
+	s.Expired = p.stats.expired.Load()
+	s.HealthChecks = p.stats.healthChecks.Load()
+	s.HealthFailures = p.stats.healthFailures.Load()
+	s.Kills = p.stats.kills.Load()
+	return s
+}

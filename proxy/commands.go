@@ -1,0 +1,145 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/sqlscan"
+)
+
+// Command bytes.
+const (
+	comSleep            = 0x00
+	comQuit             = 0x01
+	comInitDB           = 0x02
+	comQuery            = 0x03
+	comFieldList        = 0x04
+	comCreateDB         = 0x05
+	comDropDB           = 0x06
+	comRefresh          = 0x07
+	comShutdown         = 0x08
+	comStatistics       = 0x09
+	comProcessInfo      = 0x0a
+	comConnect          = 0x0b
+	comProcessKill      = 0x0c
+	comDebug            = 0x0d
+	comPing             = 0x0e
+	comTime             = 0x0f
+	comDelayedInsert    = 0x10
+	comChangeUser       = 0x11
+	comBinlogDump       = 0x12
+	comTableDump        = 0x13
+	comConnectOut       = 0x14
+	comRegisterSlave    = 0x15
+	comStmtPrepare      = 0x16
+	comStmtExecute      = 0x17
+	comStmtSendLongData = 0x18
+	comStmtClose        = 0x19
+	comStmtReset        = 0x1a
+	comSetOption        = 0x1b
+	comStmtFetch        = 0x1c
+	comDaemon           = 0x1d
+	comBinlogDumpGTID   = 0x1e
+	comResetConnection  = 0x1f
+)
+
+// dispatch serves one command. quit ends the session normally; an error
+// ends it because the connection can no longer be trusted.
+func (s *Session) dispatch(ctx context.Context, p []byte) (quit bool, err error) {
+	if len(p) == 0 {
+		return true, s.writeErr(&mysqlwire.Error{Code: erUnknownCom, State: "08S01", Message: "Unknown command"})
+	}
+	s.srv.stats.statements.Add(1)
+	switch p[0] {
+	case comQuery:
+		return false, s.query(ctx, p)
+	case comPing:
+		return false, s.writeOK()
+	case comQuit:
+		return true, nil
+	case comInitDB:
+		return false, s.initDB(ctx, string(p[1:]))
+	case comFieldList, comStatistics, comRefresh, comProcessInfo, comDebug:
+		return false, s.execute(ctx, p, modeOf(p[0]), sqlscan.Info{})
+	case comSetOption:
+		return false, s.setOption(p)
+	case comResetConnection:
+		s.resetSession()
+		return false, s.writeOK()
+	case comChangeUser:
+		return s.changeUser(ctx, p[1:])
+	case comProcessKill:
+		if len(p) < 5 {
+			return false, s.writeErr(&mysqlwire.Error{Code: erUnknownCom, State: "08S01", Message: "Malformed COM_PROCESS_KILL"})
+		}
+		return s.kill(ctx, binary.LittleEndian.Uint32(p[1:]), false)
+	case comStmtPrepare, comStmtExecute, comStmtReset, comStmtFetch:
+		return false, s.writeErr(&mysqlwire.Error{Code: erUnsupportedPS, State: "HY000",
+			Message: "tpproxy: server-side prepared statements are not supported yet; use client-side parameter interpolation"})
+	case comStmtSendLongData, comStmtClose:
+		// The client expects no answer to these.
+		return false, nil
+	case comBinlogDump, comBinlogDumpGTID, comRegisterSlave, comTableDump:
+		return false, s.writeErr(&mysqlwire.Error{Code: erNotSupportedYet, State: "42000",
+			Message: "tpproxy does not relay replication; connect replicas to the server directly"})
+	case comShutdown:
+		return false, s.writeErr(&mysqlwire.Error{Code: erNotSupportedYet, State: "42000",
+			Message: "tpproxy does not relay COM_SHUTDOWN; run SHUTDOWN on the server directly"})
+	}
+	return false, s.writeErr(&mysqlwire.Error{Code: erUnknownCom, State: "08S01",
+		Message: fmt.Sprintf("Unknown command (0x%02x)", p[0])})
+}
+
+// modeOf says how the response to a forwarded command is laid out.
+func modeOf(cmd byte) relayMode {
+	switch cmd {
+	case comFieldList:
+		return modeFieldList
+	case comStatistics:
+		return modeStatistics
+	}
+	return modeResult
+}
+
+// initDB changes the default schema. It runs on a backend so that an
+// unknown schema gets the server's own error; the session adopts the
+// schema only when the server accepted it.
+func (s *Session) initDB(ctx context.Context, db string) error {
+	prev := s.state.Schema
+	s.state.SetSchema(db)
+	c, err := s.backend(ctx)
+	if err != nil {
+		s.state.SetSchema(prev)
+		return s.writeErr(err)
+	}
+	s.releaseIfUnpinned(c)
+	return s.writeOK()
+}
+
+// setOption handles COM_SET_OPTION: the multi-statement switch is part of
+// the session state, applied to backends like any other.
+func (s *Session) setOption(p []byte) error {
+	if len(p) < 3 {
+		return s.writeErr(&mysqlwire.Error{Code: erUnknownCom, State: "08S01", Message: "Malformed COM_SET_OPTION"})
+	}
+	switch binary.LittleEndian.Uint16(p[1:]) {
+	case 0:
+		s.state.SetMultiStatements(true)
+		s.caps |= capMultiStatements
+	case 1:
+		s.state.SetMultiStatements(false)
+		s.caps &^= capMultiStatements
+	default:
+		return s.writeErr(&mysqlwire.Error{Code: 1047, State: "08S01", Message: "Unknown command"})
+	}
+	return s.w.WriteEOF(0, s.status())
+}
+
+// resetSession is COM_RESET_CONNECTION: the session is as after login,
+// keeping its user, schema and character set.
+func (s *Session) resetSession() {
+	s.unpinForReset()
+	s.initState(s.state.Schema)
+}

@@ -1,0 +1,72 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/pool"
+)
+
+// Error codes tpproxy sends for conditions of its own. Codes below 9000 are
+// the server's, used where the server would report the same condition.
+const (
+	// CodeAcquireTimeout: no backend connection became free within
+	// backend.acquire_timeout. The statement was not executed.
+	CodeAcquireTimeout = 9001
+	// CodeBackendUnavailable: the backend cannot be reached (no live
+	// connection and dialing fails). The statement was not executed.
+	CodeBackendUnavailable = 9002
+	// CodeBackendLost: the backend connection failed while the statement
+	// was running; whether it took effect is unknown.
+	CodeBackendLost = 9003
+)
+
+// Server error codes tpproxy reproduces.
+const (
+	erConCount          = 1040
+	erAccessDenied      = 1045
+	erHandshake         = 1043
+	erUnknownCom        = 1047
+	erNetPacketTooLarge = 1153
+	erNoSuchThread      = 1094
+	erKillDenied        = 1095
+	erNotAllowedCommand = 1148
+	erNotSupportedYet   = 1235
+	erUnsupportedPS     = 1295
+	erQueryInterrupted  = 1317
+	erConnectionKilled  = 1927
+	erUnknown           = 1105
+)
+
+var (
+	errTooManyConnections = &mysqlwire.Error{Code: erConCount, State: "08004", Message: "Too many connections"}
+	errPacketTooLarge     = &mysqlwire.Error{Code: erNetPacketTooLarge, State: "08S01", Message: "Got a packet bigger than 'max_allowed_packet' bytes"}
+	errConnectionKilled   = &mysqlwire.Error{Code: erConnectionKilled, State: "70100", Message: "Connection was killed"}
+	errQueryInterrupted   = &mysqlwire.Error{Code: erQueryInterrupted, State: "70100", Message: "Query execution was interrupted"}
+	errLoadLocalDisabled  = &mysqlwire.Error{Code: erNotAllowedCommand, State: "42000",
+		Message: "The used command is not allowed with this MySQL version (tpproxy: load_data_local is disabled)"}
+)
+
+// errKilled ends a session that was killed with KILL CONNECTION.
+var errKilled = errors.New("proxy: session killed")
+
+// sqlError turns any error met while serving a command into the ERR packet
+// the client receives. It is the one place where that mapping happens; a
+// server error keeps its code, SQLSTATE and text.
+func sqlError(err error) *mysqlwire.Error {
+	var me *mysqlwire.Error
+	switch {
+	case errors.As(err, &me):
+		return me
+	case errors.Is(err, pool.ErrAcquireTimeout):
+		return &mysqlwire.Error{Code: CodeAcquireTimeout, State: "HY000", Message: "tpproxy: " + err.Error()}
+	case errors.Is(err, pool.ErrBackendUnavailable), errors.Is(err, pool.ErrClosed):
+		return &mysqlwire.Error{Code: CodeBackendUnavailable, State: "HY000", Message: "tpproxy: " + err.Error()}
+	case errors.Is(err, pool.ErrBroken):
+		return &mysqlwire.Error{Code: CodeBackendLost, State: "HY000", Message: "tpproxy: lost the backend connection during the statement: " + err.Error()}
+	case errors.Is(err, context.Canceled), errors.Is(err, errKilled):
+		return errQueryInterrupted
+	}
+	return &mysqlwire.Error{Code: erUnknown, State: "HY000", Message: "tpproxy: " + err.Error()}
+}

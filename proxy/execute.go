@@ -1,0 +1,219 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/scheduler"
+)
+
+// errSessionLost ends a session whose pinned backend connection failed:
+// its transaction or session state is gone and the client has been told.
+var errSessionLost = errors.New("proxy: pinned backend connection lost")
+
+// query serves COM_QUERY.
+func (s *Session) query(ctx context.Context, p []byte) error {
+	info := sqlscan.Scan(p[1:])
+	switch {
+	case info.Local != sqlscan.LocalNone:
+		return s.answerLocal(&info)
+	case info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0:
+		return s.killStatement(ctx, &info)
+	case info.Flags&sqlscan.FlagLoadLocal != 0 && (!s.srv.cfg.LoadDataLocal || s.caps&capLocalFiles == 0):
+		s.srv.stats.errors.Add(1)
+		return s.w.WriteERR(errLoadLocalDisabled)
+	}
+	return s.execute(ctx, p, modeResult, info)
+}
+
+// execute runs one command on a backend connection and relays the answer:
+// admission, a backend in the session's state, forward, relay, and the
+// bookkeeping that decides whether the session stays pinned.
+func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info sqlscan.Info) error {
+	slot, err := s.srv.sched.Admit(ctx, scheduler.Task{ConnID: s.id, Pinned: s.pinned != nil})
+	if err != nil {
+		s.srv.stats.errors.Add(1)
+		return s.writeErr(err)
+	}
+	defer s.srv.sched.Release(slot)
+
+	wasPinned := s.pinned != nil
+	c, err := s.backend(ctx)
+	if err == nil {
+		err = s.prepare(ctx, c, &info)
+	}
+	if err != nil {
+		s.srv.stats.errors.Add(1)
+		if werr := s.writeErr(err); werr != nil {
+			return werr
+		}
+		if wasPinned && s.pinned == nil {
+			return errSessionLost
+		}
+		return nil
+	}
+
+	s.beginExec(c)
+	c.StartCommand()
+	err = c.Writer().WritePacket(p)
+	if err == nil {
+		err = c.Flush()
+	}
+	var res result
+	if err == nil {
+		err = s.relay(c, mode, &res)
+	}
+	ended := s.endExec()
+	if err != nil {
+		return s.backendFailed(c, &res, err)
+	}
+	if res.err != nil {
+		s.srv.stats.errors.Add(1)
+	}
+	if res.charsetOnly {
+		s.learnCollation(ctx, c)
+	}
+	s.afterStatement(c, &res, &info)
+	switch {
+	case res.clientErr != nil:
+		return res.clientErr
+	case ended:
+		return errKilled
+	}
+	return nil
+}
+
+// prepare gets a connection ready for statements that read what the
+// session's previous statement left behind on its own connection.
+func (s *Session) prepare(ctx context.Context, c *pool.Conn, info *sqlscan.Info) error {
+	if s.pinned != nil {
+		return nil // the session's own connection holds its own history
+	}
+	if info.Flags&sqlscan.FlagLastInsertIDRead != 0 {
+		// LAST_INSERT_ID() must return the session's value, not that of
+		// whoever used this connection last.
+		if _, err := c.Exec(ctx, "DO LAST_INSERT_ID("+strconv.FormatUint(s.lastInsertID, 10)+")"); err != nil {
+			return err
+		}
+	}
+	if info.Flags&sqlscan.FlagDiagnostics != 0 {
+		// The session's previous statement left no warnings (or it would
+		// still hold its connection): clear what another session left.
+		if _, err := c.Exec(ctx, "DO 0"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// backendFailed handles a backend connection that broke mid-statement.
+// The client gets an error if it can still make sense of one; a session
+// that had state on the connection ends.
+func (s *Session) backendFailed(c *pool.Conn, res *result, err error) error {
+	s.srv.stats.errors.Add(1)
+	c.MarkBroken()
+	lost := s.pinned != nil
+	if lost {
+		s.loseBackend()
+	} else {
+		s.srv.pool.Release(c)
+	}
+	s.logger().Warn("backend connection failed during statement", "thread_id", c.ThreadID(), "err", err)
+	if res.sent > 0 || res.clientErr != nil {
+		// The client is in the middle of a response: it cannot take an
+		// ERR packet now. Closing is the honest answer.
+		return err
+	}
+	if !errors.Is(err, pool.ErrBroken) {
+		err = errors.Join(pool.ErrBroken, err)
+	}
+	if werr := s.writeErr(err); werr != nil {
+		return werr
+	}
+	if lost {
+		return errSessionLost
+	}
+	return nil
+}
+
+// learnCollation asks the connection for collation_connection after a
+// statement changed the connection character set without reporting the
+// collation (SET NAMES x does that), so replays set both.
+func (s *Session) learnCollation(ctx context.Context, c *pool.Conn) {
+	var coll string
+	err := c.Query(ctx, "SELECT @@collation_connection", func(row []byte) error {
+		v, _, err := mysqlwire.LenEncString(row)
+		coll = string(v)
+		return err
+	})
+	if err != nil || coll == "" {
+		c.MarkDirty()
+		s.pins |= pinStateChange
+		return
+	}
+	s.state.SetVar("collation_connection", coll)
+	c.State().SetVar("collation_connection", coll)
+}
+
+// afterStatement updates the session from a relayed response: pins from
+// status flags and statement class, last insert id, row count.
+func (s *Session) afterStatement(c *pool.Conn, res *result, info *sqlscan.Info) {
+	pins := s.pins
+	if info.Flags&sqlscan.FlagDiagnostics != 0 && !info.Multi {
+		// Reading diagnostics does not clear them: keep them reachable.
+		pins &^= pinFoundRows | pinNextTransaction
+	} else {
+		pins &^= nextStatementPins
+	}
+	if res.hasStatus {
+		if res.status&mysqlwire.StatusInTrans != 0 {
+			pins |= pinTransaction
+		} else {
+			pins &^= pinTransaction
+		}
+		if res.status&mysqlwire.StatusAutocommit == 0 {
+			pins |= pinAutocommitOff
+		} else {
+			pins &^= pinAutocommitOff
+		}
+	}
+	if res.err == nil {
+		if info.Flags&sqlscan.FlagLockTables != 0 {
+			pins |= pinLockTables
+		}
+		if info.Flags&sqlscan.FlagUnlockTables != 0 && info.Flags&sqlscan.FlagLockTables == 0 {
+			pins &^= pinLockTables
+		}
+	}
+	pins |= stickyPinsOf(info.Flags)
+	if res.stateChanged && (!res.tracked || info.Multi || (info.Kind != sqlscan.KindSet && info.Kind != sqlscan.KindUse)) {
+		pins |= pinStateChange
+	}
+	if res.unreplayable {
+		pins |= pinUnreplayableVar
+	}
+	if info.Flags&sqlscan.FlagCalcFoundRows != 0 {
+		pins |= pinFoundRows
+	}
+	if info.Flags&sqlscan.FlagSetTransaction != 0 {
+		pins |= pinNextTransaction
+	}
+	if res.warnings > 0 || res.err != nil {
+		pins |= pinDiagnostics
+	}
+
+	switch {
+	case res.err != nil, res.resultSet:
+		s.rowCount = -1
+	default:
+		s.rowCount = int64(res.affected)
+	}
+	if res.insertID != 0 {
+		s.lastInsertID = res.insertID
+	}
+	s.setPinned(c, pins)
+}

@@ -1,0 +1,281 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+)
+
+// handshakeTimeout bounds the whole connection phase, as the server's
+// connect_timeout does.
+const handshakeTimeout = 10 * time.Second
+
+// defaultCollationID is announced in the initial handshake:
+// utf8mb4_general_ci, known to MySQL and MariaDB alike.
+const defaultCollationID = 45
+
+// advertisedCaps are the capabilities the front end offers. Everything
+// here is honoured end to end; CLIENT_DEPRECATE_EOF, CLIENT_SESSION_TRACK,
+// CLIENT_COMPRESS and CLIENT_QUERY_ATTRIBUTES are deliberately absent, so
+// every client sees the classic packet layouts that backend connections use.
+const advertisedCaps = capLongPassword | capFoundRows | capLongFlag | capConnectWithDB |
+	capProtocol41 | capInteractive | capTransactions | capSecureConnection |
+	capMultiStatements | capMultiResults | capPSMultiResults | capPluginAuth |
+	capConnectAttrs | capPluginAuthLenenc
+
+// errAuth marks a failed login; the client has been sent ERR 1045.
+var errAuth = errors.New("proxy: authentication failed")
+
+// newSalt returns a 20-byte scramble of printable bytes without NUL, which
+// some clients treat as a terminator.
+func newSalt() [20]byte {
+	var s [20]byte
+	_, _ = rand.Read(s[:])
+	for i := range s {
+		s[i] = 33 + s[i]%94
+	}
+	return s
+}
+
+// handshake runs the connection phase: greeting, optional TLS, login and
+// the initial schema. On failure the client has been told why.
+func (s *Session) handshake(ctx context.Context) error {
+	_ = s.nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer func() { _ = s.nc.SetDeadline(time.Time{}) }()
+
+	s.salt = newSalt()
+	caps := advertisedCaps
+	if s.srv.cfg.LoadDataLocal {
+		caps |= capLocalFiles
+	}
+	if s.srv.cfg.TLS != nil {
+		caps |= capSSL
+	}
+	if err := s.writeGreeting(caps); err != nil {
+		return err
+	}
+	s.r.SetSeq(1)
+	p, err := s.r.ReadPacket()
+	if err != nil {
+		return err
+	}
+	resp, err := parseHandshakeResponse(p)
+	if err == nil && resp.sslRequest {
+		if err := s.startTLS(); err != nil {
+			return err
+		}
+		if p, err = s.r.ReadPacket(); err != nil {
+			return err
+		}
+		resp, err = parseHandshakeResponse(p)
+		if err == nil && resp.sslRequest {
+			err = fmt.Errorf("%w: second SSL request", errBadHandshake)
+		}
+	}
+	s.w.SetSeq(s.r.Seq())
+	if err != nil {
+		_ = s.writeErr(&mysqlwire.Error{Code: erHandshake, State: "08S01", Message: "Bad handshake"})
+		return err
+	}
+	s.caps = resp.caps & caps
+	s.user = resp.user
+	if !s.authenticate(resp.plugin, resp.auth) {
+		return errAuth
+	}
+	s.collation = s.srv.chars.lookup(ctx, s.srv.pool, uint16(resp.collation))
+	s.initState(resp.db)
+	if resp.db != "" {
+		// The server refuses a login to a schema that does not exist;
+		// a backend tells us whether it exists.
+		if err := s.checkSchema(ctx); err != nil {
+			_ = s.writeErr(err)
+			return err
+		}
+	}
+	if err := s.w.WriteOK(0, 0, mysqlwire.StatusAutocommit, 0, nil); err != nil {
+		return err
+	}
+	return s.w.Flush()
+}
+
+// writeGreeting sends the initial handshake (protocol version 10).
+func (s *Session) writeGreeting(caps uint32) error {
+	w := s.w
+	w.SetSeq(0)
+	w.Begin()
+	w.AppendByte(10)
+	w.AppendString(s.srv.serverVersion())
+	w.AppendByte(0)
+	w.AppendUint32(s.id)
+	w.AppendBytes(s.salt[:8])
+	w.AppendByte(0)
+	w.AppendUint16(uint16(caps))
+	w.AppendByte(defaultCollationID)
+	w.AppendUint16(mysqlwire.StatusAutocommit)
+	w.AppendUint16(uint16(caps >> 16))
+	w.AppendByte(21) // length of the scramble including its NUL
+	w.AppendBytes(make([]byte, 10))
+	w.AppendBytes(s.salt[8:])
+	w.AppendByte(0)
+	w.AppendString(s.srv.cfg.AuthPlugin)
+	w.AppendByte(0)
+	if err := w.End(); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// startTLS switches the client connection to TLS after an SSLRequest.
+func (s *Session) startTLS() error {
+	if s.srv.cfg.TLS == nil {
+		return fmt.Errorf("%w: SSL requested but not offered", errBadHandshake)
+	}
+	tc := tls.Server(s.nc, s.srv.cfg.TLS)
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("tls handshake: %w", err)
+	}
+	s.nc = tc
+	s.tls = true
+	s.r.Reset(tc)
+	s.w.Reset(tc)
+	return nil
+}
+
+// authenticate checks the client's credentials with the plugin it chose,
+// switching it to mysql_native_password when it chose one tpproxy does not
+// speak. It sends ERR 1045 on failure.
+func (s *Session) authenticate(plugin string, auth []byte) bool {
+	acct, known := s.srv.users.Load().accounts[s.user]
+	if !known {
+		acct = dummyAccount
+	}
+	if s.caps&capPluginAuth == 0 {
+		plugin = pluginNative
+	}
+	ok := false
+	switch plugin {
+	case pluginNative:
+		ok = acct.checkNative(s.salt[:], auth)
+	case pluginCachingSHA2:
+		ok = s.authSHA2(acct, auth)
+	default:
+		var err error
+		auth, err = s.authSwitch(pluginNative)
+		ok = err == nil && acct.checkNative(s.salt[:], auth)
+	}
+	if ok && known {
+		return true
+	}
+	s.srv.stats.authFailures.Add(1)
+	using := "YES"
+	if isEmptyAuth(auth) {
+		using = "NO"
+	}
+	_ = s.writeErr(&mysqlwire.Error{Code: erAccessDenied, State: "28000",
+		Message: fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", s.user, s.remoteHost(), using)})
+	s.logger().Info("login failed", "plugin", plugin)
+	return false
+}
+
+// authSHA2 runs caching_sha2_password: the fast path when the password's
+// hash is cached, else full authentication with the password in clear
+// over TLS or RSA-encrypted.
+func (s *Session) authSHA2(acct *account, auth []byte) bool {
+	if isEmptyAuth(auth) {
+		return acct.empty
+	}
+	if match, _ := acct.checkSHA2Fast(s.salt[:], auth); match {
+		return s.writeMoreData([]byte{0x03}) == nil
+	}
+	if s.writeMoreData([]byte{0x04}) != nil {
+		return false
+	}
+	p, err := s.r.ReadPacket()
+	if err != nil {
+		return false
+	}
+	s.w.SetSeq(s.r.Seq())
+	var pw []byte
+	switch {
+	case s.tls:
+		pw = p
+		if n := len(pw); n > 0 && pw[n-1] == 0 {
+			pw = pw[:n-1]
+		}
+	default:
+		if len(p) == 1 && p[0] == 0x02 { // request for the public key
+			_, pub, err := s.srv.rsa.get()
+			if err != nil || s.writeMoreData(pub) != nil {
+				return false
+			}
+			if p, err = s.r.ReadPacket(); err != nil {
+				return false
+			}
+			s.w.SetSeq(s.r.Seq())
+		}
+		if pw, err = s.srv.rsa.decryptPassword(s.salt[:], p); err != nil {
+			return false
+		}
+	}
+	return acct.checkPlain(pw)
+}
+
+// writeMoreData sends an AuthMoreData packet.
+func (s *Session) writeMoreData(data []byte) error {
+	s.w.Begin()
+	s.w.AppendByte(0x01)
+	s.w.AppendBytes(data)
+	if err := s.w.End(); err != nil {
+		return err
+	}
+	s.r.SetSeq(s.w.Seq())
+	return s.w.Flush()
+}
+
+// authSwitch asks the client to answer with another plugin and returns its
+// answer.
+func (s *Session) authSwitch(plugin string) ([]byte, error) {
+	s.w.Begin()
+	s.w.AppendByte(0xfe)
+	s.w.AppendString(plugin)
+	s.w.AppendByte(0)
+	s.w.AppendBytes(s.salt[:])
+	s.w.AppendByte(0)
+	if err := s.w.End(); err != nil {
+		return nil, err
+	}
+	if err := s.w.Flush(); err != nil {
+		return nil, err
+	}
+	s.r.SetSeq(s.w.Seq())
+	p, err := s.r.ReadPacket()
+	if err != nil {
+		return nil, err
+	}
+	s.w.SetSeq(s.r.Seq())
+	return p, nil
+}
+
+// remoteHost is the client's address as MySQL error messages show it.
+func (s *Session) remoteHost() string {
+	if host, _, err := net.SplitHostPort(s.remote); err == nil {
+		return host
+	}
+	return s.remote
+}
+
+// rejectTooMany answers a connection over the limit the way the server
+// does: ERR 1040 instead of a greeting.
+func (s *Session) rejectTooMany() {
+	s.w.SetSeq(0)
+	_ = s.w.WriteERR(errTooManyConnections)
+	_ = s.w.Flush()
+	s.w.Release()
+	_ = s.nc.Close()
+}

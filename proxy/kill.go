@@ -1,0 +1,204 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/pool"
+)
+
+// watchAfter is how long a statement runs before the proxy starts watching
+// its client for a disconnect. Short statements never pay for a watcher.
+const watchAfter = time.Second
+
+// killTimeout bounds a KILL sent on the pool's control connection.
+const killTimeout = 5 * time.Second
+
+// beginExec records that c runs a statement of this session, so KILL and
+// the disconnect watcher can find it.
+func (s *Session) beginExec(c *pool.Conn) {
+	s.mu.Lock()
+	s.cur = c
+	s.curSince = time.Now()
+	s.mu.Unlock()
+}
+
+// endExec clears the running statement and stops a watcher. It reports
+// whether the client disconnected or the session was killed meanwhile.
+func (s *Session) endExec() (ended bool) {
+	s.mu.Lock()
+	s.cur = nil
+	done := s.watchDone
+	s.watchDone = nil
+	ended = s.gone || s.killed
+	s.mu.Unlock()
+	if done != nil {
+		s.stopWatcher(done)
+	}
+	return ended
+}
+
+// stopWatcher ends a watcher blocked reading the client and waits for it,
+// after which the session goroutine owns the reader again.
+func (s *Session) stopWatcher(done chan struct{}) {
+	_ = s.nc.SetReadDeadline(time.Unix(1, 0))
+	<-done
+	_ = s.nc.SetReadDeadline(time.Time{})
+}
+
+// stopWatching stops a running watcher and keeps new ones from starting
+// while the session goroutine itself reads from the client mid-statement
+// (LOAD DATA LOCAL).
+func (s *Session) stopWatching() {
+	s.mu.Lock()
+	s.noWatch = true
+	done := s.watchDone
+	s.watchDone = nil
+	s.mu.Unlock()
+	if done != nil {
+		s.stopWatcher(done)
+	}
+}
+
+func (s *Session) allowWatching() {
+	s.mu.Lock()
+	s.noWatch = false
+	s.mu.Unlock()
+}
+
+// maybeWatch starts a disconnect watcher for a statement running longer
+// than watchAfter. The server's reaper calls it once a second.
+func (s *Session) maybeWatch(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil || s.watchDone != nil || s.noWatch || s.gone || now.Sub(s.curSince) < watchAfter {
+		return
+	}
+	done := make(chan struct{})
+	s.watchDone = done
+	go s.watch(done)
+}
+
+// watch blocks reading the client while the session goroutine waits for
+// the backend. Bytes that arrive stay buffered for the session; an error
+// other than the deadline set by stopWatcher means the client is gone, and
+// its statement is killed so that nothing keeps running for nobody.
+func (s *Session) watch(done chan struct{}) {
+	defer close(done)
+	err := s.r.Fill()
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone = true
+	if s.cur != nil {
+		s.killLocked(true)
+	}
+}
+
+// killCurrent stops the statement running on c, for example because the
+// client stopped reading its result.
+func (s *Session) killCurrent(c *pool.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == c {
+		s.killLocked(true)
+	}
+}
+
+// killLocked sends KILL QUERY for the running statement. mu is held, so
+// the backend thread cannot change hands before the KILL arrives.
+func (s *Session) killLocked(query bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	if err := s.srv.pool.Kill(ctx, s.cur.ThreadID(), query); err != nil {
+		s.logger().Warn("kill on backend failed", "thread_id", s.cur.ThreadID(), "err", err)
+	}
+}
+
+// reaper starts disconnect watchers for long statements.
+func (srv *Server) reaper(ctx context.Context) {
+	t := time.NewTicker(watchAfter / 2)
+	defer t.Stop()
+	var batch []*Session
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			srv.mu.Lock()
+			batch = batch[:0]
+			for _, s := range srv.sessions {
+				batch = append(batch, s)
+			}
+			srv.mu.Unlock()
+			for _, s := range batch {
+				s.maybeWatch(now)
+			}
+			clear(batch)
+		}
+	}
+}
+
+// killStatement serves KILL [CONNECTION|QUERY] <id> where id is a
+// connection id this proxy gave out.
+func (s *Session) killStatement(ctx context.Context, info *sqlscan.Info) error {
+	if info.Flags&sqlscan.FlagKillUnsupported != 0 || info.Multi {
+		return s.writeErr(&mysqlwire.Error{Code: erNotSupportedYet, State: "42000",
+			Message: "tpproxy supports KILL [CONNECTION | QUERY] <connection id> as a single statement only"})
+	}
+	if info.KillID > 0xffffffff {
+		return s.writeErr(&mysqlwire.Error{Code: erNoSuchThread, State: "HY000",
+			Message: fmt.Sprintf("Unknown thread id: %d", info.KillID)})
+	}
+	quit, err := s.kill(ctx, uint32(info.KillID), info.KillQuery)
+	if err == nil && quit {
+		err = errKilled
+	}
+	return err
+}
+
+// kill kills a session's statement or the session itself. Users may kill
+// their own sessions, as on the server without the PROCESS privilege.
+func (s *Session) kill(ctx context.Context, id uint32, query bool) (quit bool, err error) {
+	t := s.srv.session(id)
+	if t == nil {
+		return false, s.writeErr(&mysqlwire.Error{Code: erNoSuchThread, State: "HY000",
+			Message: fmt.Sprintf("Unknown thread id: %d", id)})
+	}
+	if t.user != s.user {
+		return false, s.writeErr(&mysqlwire.Error{Code: erKillDenied, State: "HY000",
+			Message: fmt.Sprintf("You are not owner of thread %d", id)})
+	}
+	if t == s {
+		if query {
+			return false, s.writeOK() // nothing of ours is running
+		}
+		return true, s.writeErr(errConnectionKilled)
+	}
+	t.mu.Lock()
+	if !query {
+		t.killed = true
+	}
+	if t.cur != nil {
+		t.killLocked(true)
+	}
+	t.mu.Unlock()
+	if !query {
+		t.closeConn()
+	}
+	return false, s.writeOK()
+}
+
+// isTimeout reports a deadline error.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,375 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/pool"
+)
+
+// relayMode says how the response to a forwarded command is laid out.
+type relayMode uint8
+
+const (
+	// modeResult: OK, ERR, LOCAL INFILE request or result sets, repeated
+	// while SERVER_MORE_RESULTS_EXISTS (COM_QUERY and most commands).
+	modeResult relayMode = iota
+	// modeFieldList: column definitions up to EOF or ERR (COM_FIELD_LIST).
+	modeFieldList
+	// modeStatistics: one string packet (COM_STATISTICS).
+	modeStatistics
+)
+
+// errProtocol marks a response that does not follow the protocol; the
+// backend connection is discarded.
+var errProtocol = errors.New("proxy: unexpected packet from backend")
+
+// result is what the proxy learns from relaying a response.
+type result struct {
+	hasStatus bool   // status comes from a final OK or EOF
+	status    uint16 // of the last OK or EOF
+	warnings  uint16
+	err       *mysqlwire.Error // the response ended in ERR
+	affected  uint64
+	insertID  uint64 // last non-zero insert id
+	resultSet bool   // the last result was a result set
+	rows      uint64
+
+	// stateChanged: the server flagged a session state change;
+	// tracked: some of it was schema or variables tpproxy records.
+	stateChanged bool
+	tracked      bool
+	unreplayable bool // the client set a variable that cannot be replayed
+	charsetOnly  bool // character_set_connection changed without collation_connection
+
+	sent      int   // packets relayed to the client
+	clientErr error // writing to the client failed; the response was drained
+}
+
+// relay copies the backend's response to the client packet by packet,
+// never holding more than one packet, and records what it means for the
+// session. The backend response is always read to its end, even when the
+// client has gone, so the connection stays usable. An error means the
+// backend connection is broken.
+func (s *Session) relay(c *pool.Conn, mode relayMode, res *result) error {
+	br := c.Reader()
+	switch mode {
+	case modeStatistics:
+		raw, err := s.backendPacket(br)
+		if err != nil {
+			return err
+		}
+		s.toClient(c, raw, res)
+		return nil
+	case modeFieldList:
+		return s.relayRows(c, res, true)
+	}
+	for {
+		raw, err := s.backendPacket(br)
+		if err != nil {
+			return err
+		}
+		p := raw[mysqlwire.HeaderSize:]
+		switch {
+		case len(p) == 0:
+			return fmt.Errorf("%w: empty packet", errProtocol)
+		case p[0] == mysqlwire.OKHeader:
+			more, err := s.relayOK(c, p, res)
+			if err != nil || !more {
+				return err
+			}
+		case p[0] == mysqlwire.ERRHeader:
+			res.err = mysqlwire.ParseERR(p)
+			res.hasStatus = false
+			s.toClient(c, raw, res)
+			return nil
+		case p[0] == mysqlwire.LocalInfileHeader:
+			if !s.srv.cfg.LoadDataLocal || s.caps&capLocalFiles == 0 || res.clientErr != nil {
+				return s.refuseLocalInfile(c, res)
+			}
+			if err := s.relayLocalInfile(c, raw, res); err != nil {
+				return err
+			}
+		default:
+			// A result set: column count, definitions, EOF, rows, EOF.
+			n, _, ln := mysqlwire.LenEncInt(p)
+			if ln == 0 || ln != len(p) {
+				return fmt.Errorf("%w: bad column count", errProtocol)
+			}
+			s.toClient(c, raw, res)
+			for i := uint64(0); i < n; i++ {
+				raw, err := s.backendPacket(br)
+				if err != nil {
+					return err
+				}
+				if mysqlwire.IsERR(raw[mysqlwire.HeaderSize:]) {
+					return fmt.Errorf("%w: error inside column definitions", errProtocol)
+				}
+				s.toClient(c, raw, res)
+			}
+			raw, err := s.backendPacket(br)
+			if err != nil {
+				return err
+			}
+			if !mysqlwire.IsEOF(raw[mysqlwire.HeaderSize:]) {
+				return fmt.Errorf("%w: no EOF after column definitions", errProtocol)
+			}
+			s.relayEOF(c, raw, res)
+			if err := s.relayRows(c, res, false); err != nil {
+				return err
+			}
+			if res.err != nil || res.status&mysqlwire.StatusMoreResults == 0 {
+				return nil
+			}
+		}
+	}
+}
+
+// relayRows relays rows (or, for COM_FIELD_LIST, column definitions) up to
+// the terminating EOF or ERR.
+func (s *Session) relayRows(c *pool.Conn, res *result, fieldList bool) error {
+	br := c.Reader()
+	res.resultSet = !fieldList
+	res.rows = 0
+	cont := false // the previous packet was 16 MiB: this one continues it
+	for {
+		raw, err := s.backendPacket(br)
+		if err != nil {
+			return err
+		}
+		p := raw[mysqlwire.HeaderSize:]
+		switch {
+		case cont:
+		case mysqlwire.IsEOF(p):
+			s.relayEOF(c, raw, res)
+			return nil
+		case mysqlwire.IsERR(p):
+			res.err = mysqlwire.ParseERR(p)
+			res.hasStatus = false
+			s.toClient(c, raw, res)
+			return nil
+		default:
+			res.rows++
+		}
+		cont = len(p) == mysqlwire.MaxPayload
+		s.toClient(c, raw, res)
+	}
+}
+
+// relayEOF relays an EOF packet, hiding SERVER_SESSION_STATE_CHANGED from
+// a client that did not ask for session tracking.
+func (s *Session) relayEOF(c *pool.Conn, raw []byte, res *result) {
+	p := raw[mysqlwire.HeaderSize:]
+	res.warnings, res.status = mysqlwire.EOFStatus(p)
+	res.hasStatus = true
+	if res.status&mysqlwire.StatusSessionStateChanged != 0 {
+		res.stateChanged = true
+		p[4] &^= byte(mysqlwire.StatusSessionStateChanged >> 8)
+	}
+	s.toClient(c, raw, res)
+}
+
+// relayOK records an OK packet's effects and relays it in the layout the
+// client negotiated. more reports SERVER_MORE_RESULTS_EXISTS.
+func (s *Session) relayOK(c *pool.Conn, p []byte, res *result) (more bool, err error) {
+	ok, err := mysqlwire.ParseOK(p, c.SessionTrack())
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", errProtocol, err)
+	}
+	res.hasStatus = true
+	res.status, res.warnings = ok.Status, ok.Warnings
+	res.affected = ok.AffectedRows
+	res.resultSet = false
+	if ok.InsertID != 0 {
+		res.insertID = ok.InsertID
+	}
+	if ok.Status&mysqlwire.StatusSessionStateChanged != 0 {
+		if err := s.track(c, ok.SessionState, res); err != nil {
+			return false, err
+		}
+	}
+	if res.clientErr == nil {
+		if err := s.w.WriteOK(ok.AffectedRows, ok.InsertID, ok.Status&^mysqlwire.StatusSessionStateChanged,
+			ok.Warnings, ok.Info); err != nil {
+			s.clientFailed(c, res, err)
+		} else {
+			res.sent++
+		}
+	}
+	return ok.Status&mysqlwire.StatusMoreResults != 0, nil
+}
+
+// track applies session state changes reported by the server to the
+// session and to the connection it ran on.
+func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
+	res.stateChanged = true
+	sawConn, sawColl := false, false
+	for len(info) > 0 {
+		e, rest, err := mysqlwire.NextStateEntry(info)
+		if err != nil {
+			return fmt.Errorf("%w: session state: %w", errProtocol, err)
+		}
+		info = rest
+		switch e.Type {
+		case mysqlwire.TrackSystemVariables:
+			name, value, err := mysqlwire.SystemVariable(e.Data)
+			if err != nil {
+				return fmt.Errorf("%w: session state: %w", errProtocol, err)
+			}
+			switch varClass(name) {
+			case varIgnored:
+				continue
+			case varUnreplayable:
+				res.unreplayable = true
+				continue
+			}
+			n, v := string(name), string(value)
+			s.state.SetVar(n, v)
+			c.State().SetVar(n, v)
+			res.tracked = true
+			switch n {
+			case "character_set_connection":
+				sawConn = true
+			case "collation_connection":
+				sawColl = true
+			}
+		case mysqlwire.TrackSchema:
+			name, err := mysqlwire.TrackedSchema(e.Data)
+			if err != nil {
+				return fmt.Errorf("%w: session state: %w", errProtocol, err)
+			}
+			s.state.SetSchema(string(name))
+			c.State().SetSchema(string(name))
+			res.tracked = true
+		}
+	}
+	if sawConn && !sawColl {
+		res.charsetOnly = true
+	}
+	return nil
+}
+
+// Variable classes for session tracking.
+const (
+	varReplayable = iota
+	varIgnored      // follows from other state (the schema's character set)
+	varUnreplayable // one-shot or tpproxy's own: pin instead
+)
+
+func varClass(name []byte) int {
+	switch string(name) {
+	case "character_set_database", "collation_database":
+		return varIgnored
+	case "insert_id", "last_insert_id", "identity", "rand_seed1", "rand_seed2",
+		"pseudo_thread_id", "gtid_next", "gtid_seq_no", "gtid_domain_id", "server_id":
+		return varUnreplayable
+	}
+	if bytes.HasPrefix(name, []byte("session_track_")) {
+		return varUnreplayable
+	}
+	return varReplayable
+}
+
+// relayLocalInfile serves LOAD DATA LOCAL INFILE: the server asks for a
+// file, the client sends it in packets ending with an empty one, and the
+// server answers with OK or ERR (read by the caller's loop).
+func (s *Session) relayLocalInfile(c *pool.Conn, raw []byte, res *result) error {
+	bw := c.Writer()
+	bw.SetSeq(c.Reader().Seq())
+	s.stopWatching()
+	defer s.allowWatching()
+	s.toClient(c, raw, res)
+	if err := s.w.Flush(); err != nil {
+		s.clientFailed(c, res, err)
+	}
+	s.r.SetSeq(s.w.Seq())
+	for {
+		var p []byte
+		if res.clientErr == nil {
+			var err error
+			if p, err = s.r.ReadRaw(); err != nil {
+				s.clientFailed(c, res, err)
+			}
+		}
+		if res.clientErr != nil {
+			// The client is gone: end the file so the server answers.
+			p = []byte{0, 0, 0, 0}
+		}
+		if err := bw.WriteRaw(p); err != nil {
+			c.MarkBroken()
+			return fmt.Errorf("%w: %w", pool.ErrBroken, err)
+		}
+		if len(p) == mysqlwire.HeaderSize {
+			break
+		}
+	}
+	s.w.SetSeq(s.r.Seq())
+	return c.Flush()
+}
+
+// refuseLocalInfile answers a LOCAL INFILE request the session may not
+// serve: the server gets an empty file, the client an error instead of the
+// server's answer.
+func (s *Session) refuseLocalInfile(c *pool.Conn, res *result) error {
+	bw := c.Writer()
+	bw.SetSeq(c.Reader().Seq())
+	bw.Begin()
+	if err := bw.End(); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	raw, err := s.backendPacket(c.Reader())
+	if err != nil {
+		return err
+	}
+	if p := raw[mysqlwire.HeaderSize:]; !mysqlwire.IsOK(p) && !mysqlwire.IsERR(p) {
+		return fmt.Errorf("%w: answer to a refused LOCAL INFILE", errProtocol)
+	}
+	res.err = errLoadLocalDisabled
+	res.hasStatus = false
+	if res.clientErr == nil {
+		if err := s.w.WriteERR(res.err); err != nil {
+			s.clientFailed(c, res, err)
+		}
+	}
+	return nil
+}
+
+// backendPacket reads the next packet of a response, first flushing what
+// the client is owed when the read would block.
+func (s *Session) backendPacket(br *mysqlwire.Reader) ([]byte, error) {
+	if !br.HasPacket() && s.w.Buffered() > 0 {
+		_ = s.w.Flush() // a failure resurfaces at the next write
+	}
+	raw, err := br.ReadRaw()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", pool.ErrBroken, err)
+	}
+	return raw, nil
+}
+
+// toClient relays one packet unless the client already failed.
+func (s *Session) toClient(c *pool.Conn, raw []byte, res *result) {
+	if res.clientErr != nil {
+		return
+	}
+	if err := s.w.WriteRaw(raw); err != nil {
+		s.clientFailed(c, res, err)
+		return
+	}
+	res.sent++
+}
+
+// clientFailed records a failed write to the client and stops the
+// statement, whose output nobody will read.
+func (s *Session) clientFailed(c *pool.Conn, res *result, err error) {
+	if res.clientErr != nil {
+		return
+	}
+	res.clientErr = err
+	s.killCurrent(c)
+}

@@ -1,0 +1,286 @@
+// Package proxy is tpproxy's front end: it accepts MySQL client
+// connections, authenticates them, and serves each session in one
+// goroutine that runs its statements on shared backend connections from
+// package pool, after admission by package scheduler. Session state is
+// tracked and replayed so that no client can tell it shares connections,
+// and a session is pinned to one connection while it holds state that
+// cannot be replayed (transactions, locks, user variables...).
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/scheduler"
+)
+
+// Config configures a Server.
+type Config struct {
+	// MaxClientConnections bounds concurrent client sessions; beyond it
+	// clients get ERR 1040. Default 10000.
+	MaxClientConnections int
+	// MaxAllowedPacket is the largest client packet accepted. Default 64 MiB.
+	MaxAllowedPacket int
+	// ServerVersion is announced to clients; "" means the backend's own.
+	ServerVersion string
+	// AuthPlugin is the plugin announced in the handshake:
+	// mysql_native_password (default) or caching_sha2_password. Both are
+	// accepted whatever is announced.
+	AuthPlugin string
+	// LoadDataLocal allows LOAD DATA LOCAL INFILE to be relayed.
+	LoadDataLocal bool
+	// Users may log in.
+	Users []User
+	// TLS, when set, lets clients switch to TLS.
+	TLS *tls.Config
+	// Logger receives session events. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.MaxClientConnections <= 0 {
+		c.MaxClientConnections = 10000
+	}
+	if c.MaxAllowedPacket <= 0 {
+		c.MaxAllowedPacket = 64 << 20
+	}
+	switch c.AuthPlugin {
+	case "":
+		c.AuthPlugin = pluginNative
+	case pluginNative, pluginCachingSHA2:
+	default:
+		return fmt.Errorf("proxy: unsupported auth plugin %q", c.AuthPlugin)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// clientBufSize is the size of the buffers a session borrows while a
+// command is in flight; idle sessions hold only a small read buffer.
+const clientBufSize = 16 << 10
+
+// smallBufSize is a session's resident read buffer: enough for typical
+// commands, small enough for tens of thousands of idle sessions.
+const smallBufSize = 512
+
+// Server accepts client connections and serves them.
+type Server struct {
+	cfg   Config
+	pool  *pool.Pool
+	sched *scheduler.Scheduler
+	log   *slog.Logger
+
+	users atomic.Pointer[userStore]
+	rsa   rsaKeys
+	bufs  *mysqlwire.BufferPool
+	chars charsets
+
+	lastID atomic.Uint32
+
+	// mu guards sessions and listeners.
+	mu        sync.Mutex
+	sessions  map[uint32]*Session
+	listeners []net.Listener
+	closed    bool
+
+	wg    sync.WaitGroup
+	stats serverCounters
+
+	stopReaper context.CancelFunc
+}
+
+// New returns a server that runs statements on p after admission by s.
+func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	srv := &Server{
+		cfg:      cfg,
+		pool:     p,
+		sched:    s,
+		log:      cfg.Logger,
+		bufs:     mysqlwire.NewBufferPool(clientBufSize),
+		sessions: make(map[uint32]*Session),
+	}
+	srv.chars.init(p.Config().Collation)
+	srv.users.Store(newUserStore(cfg.Users))
+	ctx, cancel := context.WithCancel(context.Background())
+	srv.stopReaper = cancel
+	go srv.reaper(ctx)
+	return srv, nil
+}
+
+// SetUsers replaces the accounts that may log in; sessions already logged
+// in are not affected.
+func (srv *Server) SetUsers(users []User) { srv.users.Store(newUserStore(users)) }
+
+// Serve accepts connections on ln until ctx ends or Close is called.
+func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv.mu.Lock()
+	if srv.closed {
+		srv.mu.Unlock()
+		return net.ErrClosed
+	}
+	srv.listeners = append(srv.listeners, ln)
+	srv.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	defer stop()
+
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Out of file descriptors and the like: back off and retry.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			srv.log.Warn("accept failed", "err", err, "retry_in", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			}
+			continue
+		}
+		delay = 0
+		srv.stats.accepted.Add(1)
+		srv.wg.Add(1)
+		go srv.serveConn(ctx, nc)
+	}
+}
+
+// serveConn runs one client connection from handshake to teardown.
+func (srv *Server) serveConn(ctx context.Context, nc net.Conn) {
+	defer srv.wg.Done()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	s := newSession(srv, nc)
+	if !srv.register(s) {
+		srv.stats.rejected.Add(1)
+		s.rejectTooMany()
+		return
+	}
+	defer srv.unregister(s)
+	s.run(ctx)
+}
+
+// register adds a session unless the connection limit is reached.
+func (srv *Server) register(s *Session) bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.closed || len(srv.sessions) >= srv.cfg.MaxClientConnections {
+		return false
+	}
+	srv.sessions[s.id] = s
+	return true
+}
+
+func (srv *Server) unregister(s *Session) {
+	srv.mu.Lock()
+	delete(srv.sessions, s.id)
+	srv.mu.Unlock()
+}
+
+// session looks up a live session by its connection id.
+func (srv *Server) session(id uint32) *Session {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.sessions[id]
+}
+
+// nextID hands out connection ids; 0 is never used.
+func (srv *Server) nextID() uint32 {
+	for {
+		id := srv.lastID.Add(1)
+		if id != 0 && srv.session(id) == nil {
+			return id
+		}
+	}
+}
+
+// Close stops accepting, closes every client connection, and waits for the
+// sessions to finish their teardown (which returns backend connections).
+func (srv *Server) Close() {
+	srv.mu.Lock()
+	srv.closed = true
+	for _, ln := range srv.listeners {
+		_ = ln.Close()
+	}
+	sessions := make([]*Session, 0, len(srv.sessions))
+	for _, s := range srv.sessions {
+		sessions = append(sessions, s)
+	}
+	srv.mu.Unlock()
+	for _, s := range sessions {
+		s.closeConn()
+	}
+	srv.wg.Wait()
+	srv.stopReaper()
+}
+
+// serverVersion is what clients are told the server is.
+func (srv *Server) serverVersion() string {
+	if srv.cfg.ServerVersion != "" {
+		return srv.cfg.ServerVersion
+	}
+	if v := srv.pool.ServerVersion(); v != "" {
+		return v
+	}
+	return "8.0.36-tpproxy"
+}
+
+// serverCounters are the front end's event counts.
+type serverCounters struct {
+	accepted     atomic.Uint64
+	rejected     atomic.Uint64
+	authFailures atomic.Uint64
+	statements   atomic.Uint64
+	errors       atomic.Uint64
+	pins         atomic.Uint64
+}
+
+// Stats is a snapshot of the front end.
+type Stats struct {
+	Sessions     int
+	Pinned       int
+	Accepted     uint64
+	Rejected     uint64 // over max_client_connections
+	AuthFailures uint64
+	Statements   uint64
+	Errors       uint64 // statements answered with ERR
+	Pins         uint64 // times a session got pinned
+}
+
+// Stats returns a snapshot of the front end.
+func (srv *Server) Stats() Stats {
+	srv.mu.Lock()
+	st := Stats{Sessions: len(srv.sessions)}
+	for _, s := range srv.sessions {
+		if s.pinnedNow.Load() {
+			st.Pinned++
+		}
+	}
+	srv.mu.Unlock()
+	st.Accepted = srv.stats.accepted.Load()
+	st.Rejected = srv.stats.rejected.Load()
+	st.AuthFailures = srv.stats.authFailures.Load()
+	st.Statements = srv.stats.statements.Load()
+	st.Errors = srv.stats.errors.Load()
+	st.Pins = srv.stats.pins.Load()
+	return st
+}

@@ -1,0 +1,266 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/pool"
+)
+
+// Session is one client connection. Its goroutine owns everything except
+// the fields under mu, which KILL and the disconnect watcher also touch.
+type Session struct {
+	srv    *Server
+	id     uint32
+	nc     net.Conn
+	tls    bool
+	remote string
+	r      *mysqlwire.Reader
+	w      *mysqlwire.Writer
+	small  [smallBufSize]byte
+
+	salt      [20]byte
+	user      string
+	caps      uint32 // negotiated capabilities
+	collation collation
+	log       *slog.Logger
+
+	// state is what the session's server connection would hold; whichever
+	// backend runs the next statement is brought to it first.
+	state  pool.State
+	pinned *pool.Conn
+	pins   pinReason
+
+	lastInsertID uint64
+	rowCount     int64
+
+	// pinnedNow mirrors pinned != nil for Stats.
+	pinnedNow atomic.Bool
+
+	// mu guards the fields below, shared with KILL from other sessions and
+	// with the disconnect watcher. A KILL QUERY is sent while mu is held,
+	// so the backend thread it names cannot be handed to another session.
+	mu        sync.Mutex
+	cur       *pool.Conn // backend running this session's statement
+	curSince  time.Time
+	watchDone chan struct{} // non-nil while a watcher goroutine runs
+	noWatch   bool          // the session goroutine reads from the client mid-statement
+	killed    bool          // KILL CONNECTION: end after the current statement
+	gone      bool          // the watcher saw the client disconnect
+}
+
+func newSession(srv *Server, nc net.Conn) *Session {
+	s := &Session{srv: srv, nc: nc, remote: nc.RemoteAddr().String(), rowCount: -1}
+	s.id = srv.nextID()
+	s.r = mysqlwire.NewReader(nc, s.small[:], srv.bufs)
+	s.r.MaxPacket = srv.cfg.MaxAllowedPacket
+	s.w = mysqlwire.NewWriter(nc, srv.bufs)
+	return s
+}
+
+// ID is the connection id the client was given.
+func (s *Session) ID() uint32 { return s.id }
+
+// logger returns the session's logger, built on first use because most
+// sessions never log.
+func (s *Session) logger() *slog.Logger {
+	if s.log == nil {
+		s.log = s.srv.log.With("conn_id", s.id, "user", s.user, "remote", s.remote)
+	}
+	return s.log
+}
+
+// run serves the session until the client quits or fails.
+func (s *Session) run(ctx context.Context) {
+	defer s.teardown()
+	if err := s.handshake(ctx); err != nil {
+		if !errors.Is(err, errAuth) {
+			s.logger().Debug("handshake failed", "err", err)
+		}
+		return
+	}
+	s.logger().Debug("session started")
+	for {
+		s.r.SetSeq(0)
+		p, err := s.r.ReadPacket()
+		if err != nil {
+			if errors.Is(err, mysqlwire.ErrPacketTooLarge) {
+				s.w.SetSeq(1)
+				_ = s.writeErr(errPacketTooLarge)
+				_ = s.w.Flush()
+			}
+			s.logEnd(err)
+			return
+		}
+		s.w.SetSeq(s.r.Seq())
+		quit, err := s.dispatch(ctx, p)
+		if ferr := s.w.Flush(); err == nil {
+			err = ferr
+		}
+		s.w.Release()
+		s.r.Shrink()
+		if quit || err != nil {
+			s.logEnd(err)
+			return
+		}
+	}
+}
+
+// logEnd records why a session ended: client hang-ups at debug level.
+func (s *Session) logEnd(err error) {
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errKilled):
+		s.logger().Debug("session ended", "err", err)
+	default:
+		s.logger().Info("session ended", "err", err)
+	}
+}
+
+// teardown returns the session's backend connection (reset first when it
+// holds the session's state) and closes the client connection.
+func (s *Session) teardown() {
+	if s.pinned != nil {
+		if s.pins&^pinDiagnostics != 0 {
+			s.pinned.MarkDirty()
+		}
+		s.srv.pool.Release(s.pinned)
+		s.pinned = nil
+		s.pinnedNow.Store(false)
+	}
+	_ = s.nc.Close()
+	s.w.Release()
+}
+
+// closeConn closes the client connection from another goroutine; the
+// session goroutine notices and tears down.
+func (s *Session) closeConn() { _ = s.nc.Close() }
+
+// initState sets up the session state after login: schema, character set
+// from the login collation, multi-statements and found-rows from the
+// client's capabilities.
+func (s *Session) initState(db string) {
+	s.state = pool.State{
+		Schema:             db,
+		Vars:               pool.CharsetVars(s.collation.charset, s.collation.name),
+		MultiStatementsOff: s.caps&capMultiStatements == 0,
+		FoundRows:          s.caps&capFoundRows != 0,
+	}
+}
+
+// checkSchema validates the session's schema on a backend connection, as
+// the server does for a login or COM_CHANGE_USER naming one.
+func (s *Session) checkSchema(ctx context.Context) error {
+	c, err := s.backend(ctx)
+	if err != nil {
+		return err
+	}
+	s.releaseIfUnpinned(c)
+	return nil
+}
+
+// writeErr sends an ERR packet for err.
+func (s *Session) writeErr(err error) error {
+	return s.w.WriteERR(sqlError(err))
+}
+
+// writeOK sends an OK packet with the session's current status.
+func (s *Session) writeOK() error {
+	return s.w.WriteOK(0, 0, s.status(), 0, nil)
+}
+
+// status is the server status the session is in, for packets the proxy
+// writes itself.
+func (s *Session) status() uint16 {
+	var st uint16
+	if s.pins&pinTransaction != 0 {
+		st |= mysqlwire.StatusInTrans
+	}
+	if s.pins&pinAutocommitOff == 0 {
+		st |= mysqlwire.StatusAutocommit
+	}
+	return st
+}
+
+// backend returns the connection for the session's next statement: its
+// pinned one, or one from the pool brought to the session's state.
+func (s *Session) backend(ctx context.Context) (*pool.Conn, error) {
+	c := s.pinned
+	if c == nil {
+		var err error
+		if c, err = s.srv.pool.Acquire(ctx, &s.state); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Sync(ctx, &s.state); err != nil {
+		if c != s.pinned {
+			s.srv.pool.Release(c)
+		} else if c.Broken() {
+			s.loseBackend()
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// releaseIfUnpinned returns c to the pool unless the session keeps it.
+func (s *Session) releaseIfUnpinned(c *pool.Conn) {
+	if c != s.pinned {
+		s.srv.pool.Release(c)
+	}
+}
+
+// loseBackend drops a pinned connection that failed. The state it held
+// (transaction, locks, variables) is gone, so the client must not go on as
+// if it were not: the session ends after reporting the error.
+func (s *Session) loseBackend() {
+	if s.pinned == nil {
+		return
+	}
+	s.pinned.MarkBroken()
+	s.srv.pool.Release(s.pinned)
+	s.pinned = nil
+	s.pinnedNow.Store(false)
+	s.pins = 0
+}
+
+// setPinned records the session's pins after a statement on c, keeping c
+// or giving it back.
+func (s *Session) setPinned(c *pool.Conn, pins pinReason) {
+	if pins&stickyPins != 0 {
+		c.MarkDirty()
+	}
+	s.pins = pins
+	switch {
+	case pins != 0 && s.pinned == nil:
+		s.pinned = c
+		s.pinnedNow.Store(true)
+		s.srv.stats.pins.Add(1)
+	case pins == 0 && s.pinned != nil:
+		s.pinned = nil
+		s.pinnedNow.Store(false)
+		s.srv.pool.Release(c)
+	case pins == 0:
+		s.srv.pool.Release(c)
+	}
+}
+
+// unpinForReset gives back a pinned connection after a reset of the
+// session (COM_RESET_CONNECTION, COM_CHANGE_USER); the pool resets it.
+func (s *Session) unpinForReset() {
+	if s.pinned != nil {
+		s.pinned.MarkDirty()
+		s.srv.pool.Release(s.pinned)
+		s.pinned = nil
+		s.pinnedNow.Store(false)
+	}
+	s.pins = 0
+	s.lastInsertID = 0
+	s.rowCount = -1
+}

@@ -15,7 +15,7 @@ import (
 
 // Auth plugin names.
 const (
-	pluginNative     = "mysql_native_password"
+	pluginNative      = "mysql_native_password"
 	pluginCachingSHA2 = "caching_sha2_password"
 )
 

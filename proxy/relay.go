@@ -253,7 +253,7 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 
 // Variable classes for session tracking.
 const (
-	varReplayable = iota
+	varReplayable   = iota
 	varIgnored      // follows from other state (the schema's character set)
 	varUnreplayable // one-shot or tpproxy's own: pin instead
 )

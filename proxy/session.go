@@ -54,6 +54,7 @@ type Session struct {
 	noWatch   bool          // the session goroutine reads from the client mid-statement
 	killed    bool          // KILL CONNECTION: end after the current statement
 	gone      bool          // the watcher saw the client disconnect
+	pub       SessionInfo   // published view of the goroutine-owned fields
 }
 
 func newSession(srv *Server, nc net.Conn) *Session {
@@ -87,6 +88,7 @@ func (s *Session) run(ctx context.Context) {
 		return
 	}
 	s.logger().Debug("session started")
+	s.publish()
 	for {
 		s.r.SetSeq(0)
 		p, err := s.r.ReadPacket()
@@ -106,6 +108,9 @@ func (s *Session) run(ctx context.Context) {
 		}
 		s.w.Release()
 		s.r.Shrink()
+		if s.pinned != nil || s.pub.Pinned || s.pub.Schema != s.state.Schema || s.pub.User != s.user {
+			s.publish()
+		}
 		if quit || err != nil {
 			s.logEnd(err)
 			return

@@ -1,0 +1,207 @@
+// Package proxytest runs tpproxy in-process in front of a private sandbox
+// server, for integration tests of the proxy and the tools built on it.
+//
+// A test package calls Run from its TestMain; every test then starts the
+// proxies it needs with Env.StartProxy. In CI (CI=true) a missing server
+// binary fails the test binary instead of skipping it.
+package proxytest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the driver tests use
+
+	"github.com/tpproxy/tpproxy/internal/sandbox"
+	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy"
+	"github.com/tpproxy/tpproxy/scheduler"
+)
+
+// Credentials and schema every Env provides.
+const (
+	User     = "app"
+	Password = "secret"
+	DB       = "tpproxy_test"
+)
+
+// Env is a sandbox server prepared for proxy tests: user app/secret with
+// all privileges and an empty database tpproxy_test.
+type Env struct {
+	Server *sandbox.Server
+}
+
+// Run starts the shared server, runs the tests and stops the server. It
+// returns the exit code for os.Exit. When no server binary is installed
+// outside CI, it prints why and runs nothing.
+func Run(m *testing.M, env **Env, opts sandbox.Options) int {
+	srv, stop, err := sandbox.ForTestMain(opts)
+	switch {
+	case errors.Is(err, sandbox.ErrNotFound):
+		fmt.Fprintln(os.Stderr, "integration tests skipped (set CI=true to make this an error):", err)
+		return 0
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "proxytest:", err)
+		return 1
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.CreateUser(ctx, User, Password); err != nil {
+		fmt.Fprintln(os.Stderr, "proxytest:", err)
+		return 1
+	}
+	if err := srv.CreateDatabase(ctx, DB); err != nil {
+		fmt.Fprintln(os.Stderr, "proxytest:", err)
+		return 1
+	}
+	*env = &Env{Server: srv}
+	return m.Run()
+}
+
+// DirectDSN is a go-sql-driver DSN for the server itself.
+func (e *Env) DirectDSN(params ...string) string {
+	return e.Server.DSN(User, Password, DB, params...)
+}
+
+// Root opens a root connection to the server, closed when t ends.
+func (e *Env) Root(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", e.Server.RootDSN(DB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// Options adjust the proxy StartProxy builds; zero values get test
+// defaults (pool of 4, user app/secret).
+type Options struct {
+	Pool      pool.Config
+	Proxy     proxy.Config
+	Scheduler scheduler.Config
+	// Log receives the proxy's logs; default discards below warnings.
+	Log io.Writer
+}
+
+// Proxy is a running in-process tpproxy.
+type Proxy struct {
+	Addr   string
+	Host   string
+	Port   int
+	Server *proxy.Server
+	Pool   *pool.Pool
+	Sched  *scheduler.Scheduler
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartProxy starts a proxy in front of the env's server, stopped when t
+// ends. mod may change the options before start.
+func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
+	t.Helper()
+	var o Options
+	o.Pool = pool.DefaultConfig()
+	o.Pool.Addr = e.Server.Addr
+	o.Pool.User, o.Pool.Password = User, Password
+	o.Pool.Size = 4
+	o.Pool.AcquireTimeout = 5 * time.Second
+	o.Proxy.Users = []proxy.User{{Name: User, Plain: Password}}
+	for _, f := range mod {
+		f(&o)
+	}
+	logOut := o.Log
+	if logOut == nil {
+		logOut = testLogWriter{t}
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if o.Pool.Logger == nil {
+		o.Pool.Logger = log
+	}
+	if o.Proxy.Logger == nil {
+		o.Proxy.Logger = log
+	}
+	p, err := pool.New(o.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := p.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(o.Scheduler)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(o.Proxy, p, sched)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	px := &Proxy{Addr: ln.Addr().String(), Server: srv, Pool: p, Sched: sched, cancel: cancel, done: make(chan struct{})}
+	px.Host = "127.0.0.1"
+	px.Port = ln.Addr().(*net.TCPAddr).Port
+	go func() {
+		defer close(px.done)
+		_ = srv.Serve(ctx, ln)
+	}()
+	t.Cleanup(px.Close)
+	return px
+}
+
+// Close stops the proxy and its pool.
+func (p *Proxy) Close() {
+	p.cancel()
+	<-p.done
+	p.Server.Close()
+	p.Pool.Close()
+}
+
+// DSN is a go-sql-driver DSN through the proxy for app/secret on the test
+// database; interpolateParams=true until server-side prepared statements
+// are supported.
+func (p *Proxy) DSN(params ...string) string {
+	return p.DSNFor(User, Password, DB, params...)
+}
+
+// DSNFor is a DSN through the proxy for any user and schema.
+func (p *Proxy) DSNFor(user, password, db string, params ...string) string {
+	q := append([]string{"interpolateParams=true"}, params...)
+	return fmt.Sprintf("%s:%s@tcp(%s)/%s?%s", user, password, p.Addr, db, strings.Join(q, "&"))
+}
+
+// Open opens a database handle through the proxy, closed when t ends.
+func (p *Proxy) Open(t testing.TB, params ...string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", p.DSN(params...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// testLogWriter sends proxy logs to the test log.
+type testLogWriter struct{ t testing.TB }
+
+func (w testLogWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}

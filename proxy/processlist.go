@@ -1,0 +1,72 @@
+package proxy
+
+import (
+	"slices"
+	"time"
+)
+
+// SessionInfo describes a client session, as SHOW PROCESSLIST shows it.
+type SessionInfo struct {
+	ID     uint32
+	User   string
+	Host   string
+	Schema string
+	// Executing is set while a statement runs on a backend; Since is when
+	// it started.
+	Executing bool
+	Since     time.Time
+	// BackendThread is the server thread id of the connection running the
+	// statement or pinned to the session; 0 when there is none.
+	BackendThread uint32
+	// Pinned reports a backend connection held between statements, and
+	// PinReasons why ("transaction,user_variable").
+	Pinned     bool
+	PinReasons string
+}
+
+// Sessions returns a snapshot of the client sessions ordered by id.
+func (srv *Server) Sessions() []SessionInfo {
+	srv.mu.Lock()
+	list := make([]*Session, 0, len(srv.sessions))
+	for _, s := range srv.sessions {
+		list = append(list, s)
+	}
+	srv.mu.Unlock()
+	out := make([]SessionInfo, 0, len(list))
+	for _, s := range list {
+		out = append(out, s.info())
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return int(a.ID) - int(b.ID) })
+	return out
+}
+
+// info snapshots the session. Fields owned by the session goroutine are
+// mirrored under mu when they change (see publish).
+func (s *Session) info() SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.pub
+	in.ID = s.id
+	in.Host = s.remote
+	if s.cur != nil {
+		in.Executing = true
+		in.Since = s.curSince
+		in.BackendThread = s.cur.ThreadID()
+	}
+	return in
+}
+
+// publish mirrors the session goroutine's view for Sessions.
+func (s *Session) publish() {
+	s.mu.Lock()
+	s.pub.User = s.user
+	s.pub.Schema = s.state.Schema
+	s.pub.Pinned = s.pinned != nil
+	s.pub.PinReasons = ""
+	s.pub.BackendThread = 0
+	if s.pinned != nil {
+		s.pub.PinReasons = s.pins.String()
+		s.pub.BackendThread = s.pinned.ThreadID()
+	}
+	s.mu.Unlock()
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	pingcaperrors "github.com/pingcap/errors"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
@@ -213,13 +214,14 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 }
 
 // wrapDialError keeps a server error (wrong password, too many connections)
-// recognisable as a *mysqlwire.Error.
+// recognisable as a *mysqlwire.Error, and drops the stack traces go-mysql's
+// error wrapper adds (they would end up in logs).
 func wrapDialError(err error) error {
 	var me *gomysql.MyError
 	if errors.As(err, &me) {
 		return fmt.Errorf("backend refused login: %w", &mysqlwire.Error{Code: me.Code, State: me.State, Message: me.Message})
 	}
-	return err
+	return pingcaperrors.Cause(err)
 }
 
 // sniffConn remembers the capability flags of the server's initial

@@ -365,10 +365,6 @@ func (p *Pool) filler(first chan struct{}) {
 			p.mu.Unlock()
 
 			c, err := p.dial(context.Background(), false)
-			if first != nil {
-				close(first)
-				first = nil
-			}
 			p.mu.Lock()
 			p.dialing--
 			if err != nil {
@@ -391,6 +387,10 @@ func (p *Pool) filler(first chan struct{}) {
 				p.stats.dialErrors.Add(1)
 				p.cfg.Logger.Warn("backend dial failed", "addr", p.cfg.Addr, "retry_in", wait, "err", err)
 				backoff.Reset(wait)
+				if first != nil {
+					close(first)
+					first = nil
+				}
 				break
 			}
 			p.lastDialErr = nil
@@ -401,6 +401,10 @@ func (p *Pool) filler(first chan struct{}) {
 			p.mu.Unlock()
 			p.stats.dials.Add(1)
 			p.put(c)
+			if first != nil {
+				close(first)
+				first = nil
+			}
 		}
 	}
 }

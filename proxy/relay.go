@@ -85,6 +85,12 @@ func (s *Session) relay(c *pool.Conn, mode relayMode, res *result) error {
 			res.hasStatus = false
 			s.toClient(c, raw, res)
 			return nil
+		case mysqlwire.IsEOF(p):
+			// A bare EOF answers COM_DEBUG and the like.
+			s.relayEOF(c, raw, res)
+			if res.status&mysqlwire.StatusMoreResults == 0 {
+				return nil
+			}
 		case p[0] == mysqlwire.LocalInfileHeader:
 			if !s.srv.cfg.LoadDataLocal || s.caps&capLocalFiles == 0 || res.clientErr != nil {
 				return s.refuseLocalInfile(c, res)

@@ -81,7 +81,13 @@ func (s *Session) logger() *slog.Logger {
 // run serves the session until the client quits or fails.
 func (s *Session) run(ctx context.Context) {
 	defer s.teardown()
-	if err := s.handshake(ctx); err != nil {
+	err := s.handshake(ctx)
+	// Idle sessions hold no large buffers: give back what the handshake
+	// used, after sending what it owes (an error, say).
+	_ = s.w.Flush()
+	s.w.Release()
+	s.r.Shrink()
+	if err != nil {
 		if !errors.Is(err, errAuth) {
 			s.logger().Debug("handshake failed", "err", err)
 		}

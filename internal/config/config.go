@@ -81,9 +81,10 @@ type User struct {
 	User string `mapstructure:"user"`
 	// Password is either the plain password or its mysql_native_password
 	// hash "*" followed by 40 hex digits, as in mysql.user.authentication_string.
-	// A plain password therefore cannot start with '*'. A hash can only
-	// verify mysql_native_password logins: caching_sha2_password needs the
-	// plain password.
+	// A plain password therefore cannot start with '*'. With a hash,
+	// caching_sha2_password clients go through full authentication (the
+	// password sent over TLS or RSA-encrypted, checked against the hash)
+	// until the proxy has cached what the fast path needs.
 	Password string `mapstructure:"password"`
 }
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs tpproxy's whole test suite: setup, vet, race-enabled tests against
+# private MariaDB servers the tests start themselves, then a short run of
+# every fuzz target. Set FUZZTIME (default 5s) to fuzz longer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+go vet ./...
+go test -race -count=1 -timeout 30m ./...
+
+fuzztime="${FUZZTIME:-5s}"
+while read -r pkg target; do
+  echo "fuzz: $pkg $target ($fuzztime)"
+  go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg" >/dev/null
+done <<'TARGETS'
+./internal/sqlscan FuzzScan
+./internal/mysqlwire FuzzParseOK
+./internal/mysqlwire FuzzParseERR
+./internal/mysqlwire FuzzReader
+./proxy FuzzParseHandshakeResponse
+./proxy FuzzParseChangeUser
+TARGETS
+echo "all tests passed"

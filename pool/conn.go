@@ -56,6 +56,10 @@ type Conn struct {
 	track    bool // CLIENT_SESSION_TRACK negotiated: OK packets carry session state
 	state    State
 
+	// lastUser identifies the state (so the session) the connection last
+	// served; only compared, never dereferenced.
+	lastUser *State
+
 	created  time.Time
 	expires  time.Time // zero: never
 	lastUsed time.Time

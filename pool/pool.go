@@ -246,15 +246,29 @@ func (p *Pool) takeIdle(want *State) *Conn {
 	}
 	pick := n - 1
 	if want != nil {
+		// Prefer the connection this session used last (its server
+		// thread is warm), then any whose state already matches.
 		sum := want.Sum()
+		match := -1
 		for i := n - 1; i >= 0 && i >= n-matchScan; i-- {
-			if p.idle[i].state.sum == sum {
-				pick = i
+			c := p.idle[i]
+			if c.state.sum != sum {
+				continue
+			}
+			if c.lastUser == want {
+				match = i
 				break
 			}
+			if match < 0 {
+				match = i
+			}
+		}
+		if match >= 0 {
+			pick = match
 		}
 	}
 	c := p.idle[pick]
+	c.lastUser = want
 	copy(p.idle[pick:], p.idle[pick+1:])
 	p.idle[n-1] = nil
 	p.idle = p.idle[:n-1]
@@ -288,6 +302,7 @@ func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 // never waits for it); an expired one is retired.
 func (p *Pool) Release(c *Conn) {
 	c.lastUsed = time.Now()
+	c.state.Sum() // refresh the fingerprint Acquire matches on
 	if !c.broken && c.dirty {
 		p.stats.resets.Add(1)
 		if err := c.reset(context.Background()); err != nil {

@@ -136,7 +136,9 @@ func (s *Session) startTLS() error {
 	if s.srv.cfg.TLS == nil {
 		return fmt.Errorf("%w: SSL requested but not offered", errBadHandshake)
 	}
-	tc := tls.Server(s.nc, s.srv.cfg.TLS)
+	// The client may have sent its ClientHello right behind the SSLRequest:
+	// whatever the reader already holds belongs to the TLS layer.
+	tc := tls.Server(&prefixConn{Conn: s.nc, pre: s.r.TakeBuffered()}, s.srv.cfg.TLS)
 	if err := tc.Handshake(); err != nil {
 		return fmt.Errorf("tls handshake: %w", err)
 	}
@@ -145,6 +147,21 @@ func (s *Session) startTLS() error {
 	s.r.Reset(tc)
 	s.w.Reset(tc)
 	return nil
+}
+
+// prefixConn reads pre before the connection itself.
+type prefixConn struct {
+	net.Conn
+	pre []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.pre) > 0 {
+		n := copy(b, p.pre)
+		p.pre = p.pre[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
 }
 
 // authenticate checks the client's credentials with the plugin it chose,

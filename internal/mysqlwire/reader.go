@@ -82,6 +82,15 @@ func NewReader(rd io.Reader, small []byte, pool *BufferPool) *Reader {
 	return &Reader{rd: rd, small: small, buf: small, pool: pool}
 }
 
+// TakeBuffered returns a copy of the bytes read from the stream but not
+// consumed, and forgets them. A connection switching protocols (TLS after
+// an SSLRequest) hands them to the new layer.
+func (r *Reader) TakeBuffered() []byte {
+	b := append([]byte(nil), r.buf[r.r:r.w]...)
+	r.r, r.w = 0, 0
+	return b
+}
+
 // Reset points the reader at a new stream and drops anything buffered.
 func (r *Reader) Reset(rd io.Reader) {
 	r.rd = rd

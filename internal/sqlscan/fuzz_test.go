@@ -36,13 +36,20 @@ func FuzzScan(f *testing.F) {
 			t.Fatalf("surrounding whitespace changed the result of %q: %+v, padded %+v", q, got, p)
 		}
 
-		if got.Local != sqlscan.LocalNone {
+		switch got.Local {
+		case sqlscan.LocalNone:
+			if got.LocalExpr != nil {
+				t.Fatalf("Scan(%q): LocalExpr %q without a local form", q, got.LocalExpr)
+			}
+		case sqlscan.LocalShowWarnings, sqlscan.LocalShowErrors, sqlscan.LocalCountWarnings, sqlscan.LocalCountErrors:
+			if got.Kind != sqlscan.KindShow || got.Multi || got.LocalExpr != nil {
+				t.Fatalf("Scan(%q): inconsistent local form %+v", q, got)
+			}
+		default:
 			if got.Kind != sqlscan.KindSelect || got.Multi || len(got.LocalExpr) == 0 ||
 				!bytes.Contains(q, got.LocalExpr) {
 				t.Fatalf("Scan(%q): inconsistent local form %+v", q, got)
 			}
-		} else if got.LocalExpr != nil {
-			t.Fatalf("Scan(%q): LocalExpr %q without a local form", q, got.LocalExpr)
 		}
 		if got.KillID != 0 && got.Kind != sqlscan.KindKill || got.KillQuery && got.Kind != sqlscan.KindKill {
 			t.Fatalf("Scan(%q): KILL result on %v", q, got.Kind)
@@ -56,5 +63,6 @@ func FuzzScan(f *testing.F) {
 // same compares two results, LocalExpr by content.
 func same(a, b sqlscan.Info) bool {
 	return a.Kind == b.Kind && a.Flags == b.Flags && a.Multi == b.Multi && a.Local == b.Local &&
-		bytes.Equal(a.LocalExpr, b.LocalExpr) && a.KillID == b.KillID && a.KillQuery == b.KillQuery
+		bytes.Equal(a.LocalExpr, b.LocalExpr) && a.KillID == b.KillID && a.KillQuery == b.KillQuery &&
+		a.LimitOffset == b.LimitOffset && a.LimitCount == b.LimitCount
 }

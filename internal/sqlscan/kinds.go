@@ -198,6 +198,9 @@ const (
 	// (KILL USER, KILL QUERY ID, a target that is not a plain decimal number, or a
 	// KILL that is not the first statement of a multi-statement query).
 	FlagKillUnsupported
+	// FlagSetStatement: MariaDB's SET STATEMENT var=value[, ...] FOR statement,
+	// whose assignments last for that one statement only.
+	FlagSetStatement
 )
 
 // StatefulMask holds the flags that mean the statement creates or reads session state
@@ -257,6 +260,8 @@ func flagName(f Flags) string {
 		return "Sequence"
 	case FlagKillUnsupported:
 		return "KillUnsupported"
+	case FlagSetStatement:
+		return "SetStatement"
 	}
 	return ""
 }
@@ -298,6 +303,20 @@ const (
 	LocalLastInsertID
 	// LocalRowCount: SELECT ROW_COUNT().
 	LocalRowCount
+	// LocalFoundRows: SELECT FOUND_ROWS().
+	LocalFoundRows
+	// LocalWarningCount: SELECT @@warning_count (also @@session. and @@local.).
+	LocalWarningCount
+	// LocalErrorCount: SELECT @@error_count (also @@session. and @@local.).
+	LocalErrorCount
+	// LocalShowWarnings: SHOW WARNINGS [LIMIT [offset,] count].
+	LocalShowWarnings
+	// LocalShowErrors: SHOW ERRORS [LIMIT [offset,] count].
+	LocalShowErrors
+	// LocalCountWarnings: SHOW COUNT(*) WARNINGS.
+	LocalCountWarnings
+	// LocalCountErrors: SHOW COUNT(*) ERRORS.
+	LocalCountErrors
 )
 
 // String names the local form for logs.
@@ -311,6 +330,20 @@ func (l Local) String() string {
 		return "last_insert_id"
 	case LocalRowCount:
 		return "row_count"
+	case LocalFoundRows:
+		return "found_rows"
+	case LocalWarningCount:
+		return "warning_count"
+	case LocalErrorCount:
+		return "error_count"
+	case LocalShowWarnings:
+		return "show_warnings"
+	case LocalShowErrors:
+		return "show_errors"
+	case LocalCountWarnings:
+		return "count_warnings"
+	case LocalCountErrors:
+		return "count_errors"
 	}
 	return "local(" + strconv.Itoa(int(l)) + ")"
 }

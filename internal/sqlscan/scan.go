@@ -39,6 +39,9 @@ type Info struct {
 	// LocalExpr is, for a local form, the select expression as typed (a sub-slice of
 	// the query), which the server would use as the column name.
 	LocalExpr []byte
+	// LimitOffset and LimitCount are the LIMIT of LocalShowWarnings and
+	// LocalShowErrors (LimitCount is the largest uint64 without a LIMIT).
+	LimitOffset, LimitCount uint64
 	// KillID is the thread id of a first statement KILL [HARD|SOFT] [CONNECTION|QUERY]
 	// <decimal>; zero otherwise (and then FlagKillUnsupported tells why).
 	KillID uint64
@@ -51,7 +54,7 @@ type Info struct {
 // and never panics, whatever bytes it is given, and its cost is linear in len(q).
 func Scan(q []byte) Info {
 	s := scanner{lx: lexer{q: q}}
-	s.info.Local, s.info.LocalExpr = matchLocal(q)
+	s.info.Local, s.info.LocalExpr, s.info.LimitOffset, s.info.LimitCount = matchLocal(q)
 	for {
 		t := s.lx.next()
 		if t.kind == tokEOF {

@@ -1,6 +1,7 @@
 package sqlscan_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
@@ -218,7 +219,7 @@ var scanCases = []scanCase{
 	{q: "SELECT insert_id FROM t", kind: sqlscan.KindSelect},
 	{q: "SET sql_mode = insert_id", kind: sqlscan.KindSet},
 	{q: "SET x = IF(a, b, insert_id)", kind: sqlscan.KindSet},
-	{q: "SET STATEMENT max_statement_time=1 FOR SELECT a, insert_id FROM t", kind: sqlscan.KindSet},
+	{q: "SET STATEMENT max_statement_time=1 FOR SELECT a, insert_id FROM t", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement},
 
 	// FlagSessionTrackVar.
 	{q: "SET session_track_schema=OFF", kind: sqlscan.KindSet, flags: sqlscan.FlagSessionTrackVar},
@@ -360,6 +361,10 @@ func TestLocal(t *testing.T) {
 		{"select last_insert_id\t(\t)", sqlscan.LocalLastInsertID, "last_insert_id\t(\t)"},
 		{"SELECT ROW_COUNT();", sqlscan.LocalRowCount, "ROW_COUNT()"},
 		{"\n\tSELECT\n\tconnection_id(\n)\n;\r\n", sqlscan.LocalConnectionID, "connection_id(\n)"},
+		{"SELECT FOUND_ROWS()", sqlscan.LocalFoundRows, "FOUND_ROWS()"},
+		{"select @@warning_count", sqlscan.LocalWarningCount, "@@warning_count"},
+		{"SELECT @@SESSION.error_count;", sqlscan.LocalErrorCount, "@@SESSION.error_count"},
+		{"SELECT @@local.warning_count", sqlscan.LocalWarningCount, "@@local.warning_count"},
 	}
 	for _, c := range cases {
 		got := sqlscan.Scan([]byte(c.q))
@@ -401,7 +406,19 @@ func TestLocal(t *testing.T) {
 		"SELECT CONNECTION_ID()\x00",
 		"SELECT CONNECTION_ID() INTO @x",
 		"SELECT SQL_NO_CACHE CONNECTION_ID()",
-		"SELECT FOUND_ROWS()",
+		"SELECT FOUND_ROWS(1)",
+		"SELECT @@warning_count + 0",
+		"SELECT @@global.warning_count",
+		"SELECT @warning_count",
+		"SELECT @@warning_counts",
+		"SHOW WARNINGS LIMIT",
+		"SHOW WARNINGS LIMIT 1,",
+		"SHOW WARNINGS x",
+		"SHOW WARNINGS LIMIT 99999999999999999999",
+		"SHOW COUNT(*) WARNINGS LIMIT 1",
+		"SHOW COUNT(1) WARNINGS",
+		"SHOW WARNINGSX",
+		"SHOW FULL WARNINGS",
 		"/*!SELECT CONNECTION_ID()*/",
 		"DO CONNECTION_ID()",
 		"SELECT",
@@ -410,6 +427,29 @@ func TestLocal(t *testing.T) {
 	for _, q := range misses {
 		if got := sqlscan.Scan([]byte(q)); got.Local != sqlscan.LocalNone || got.LocalExpr != nil {
 			t.Errorf("Scan(%q) = local %v expr %q; want none", q, got.Local, got.LocalExpr)
+		}
+	}
+}
+
+func TestLocalShow(t *testing.T) {
+	all := uint64(math.MaxUint64)
+	cases := []struct {
+		q             string
+		want          sqlscan.Local
+		offset, count uint64
+	}{
+		{"SHOW WARNINGS", sqlscan.LocalShowWarnings, 0, all},
+		{"show warnings;", sqlscan.LocalShowWarnings, 0, all},
+		{"SHOW WARNINGS LIMIT 5", sqlscan.LocalShowWarnings, 0, 5},
+		{"SHOW ERRORS LIMIT 2, 3", sqlscan.LocalShowErrors, 2, 3},
+		{"SHOW COUNT(*) WARNINGS", sqlscan.LocalCountWarnings, 0, all},
+		{"show count ( * ) errors ;", sqlscan.LocalCountErrors, 0, all},
+	}
+	for _, c := range cases {
+		got := sqlscan.Scan([]byte(c.q))
+		if got.Local != c.want || got.LimitOffset != c.offset || got.LimitCount != c.count ||
+			got.Kind != sqlscan.KindShow || got.LocalExpr != nil || got.Flags&sqlscan.FlagDiagnostics == 0 {
+			t.Errorf("Scan(%q) = %+v; want %v offset %d count %d", c.q, got, c.want, c.offset, c.count)
 		}
 	}
 }

@@ -131,6 +131,7 @@ func (s *scanner) set(t token) {
 			st.sub = setTarget
 		} else if t.isWord(kwFor) {
 			st.sub = setDone
+			s.flag(FlagSetStatement)
 		}
 	}
 }

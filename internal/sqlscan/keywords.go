@@ -62,6 +62,7 @@ const (
 	kwLowPriority
 	kwNext
 	kwNot
+	kwNowait
 	kwOr
 	kwPersist
 	kwPersistOnly
@@ -77,6 +78,7 @@ const (
 	kwTransaction
 	kwUser
 	kwValue
+	kwWait
 	kwWarnings
 	kwXML
 
@@ -116,6 +118,10 @@ func lookup(w []byte) keyword {
 		buf[i] = c
 	}
 	switch string(buf[:len(w)]) {
+	case "NOWAIT":
+		return kwNowait
+	case "WAIT":
+		return kwWait
 	case "ALTER":
 		return kwAlter
 	case "BACKUP":

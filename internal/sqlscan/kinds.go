@@ -201,6 +201,10 @@ const (
 	// FlagSetStatement: MariaDB's SET STATEMENT var=value[, ...] FOR statement,
 	// whose assignments last for that one statement only.
 	FlagSetStatement
+	// FlagStatementTimeout: NOWAIT or WAIT n (SELECT ... FOR UPDATE NOWAIT,
+	// LOCK TABLES ... WAIT 5, ALTER TABLE ... NOWAIT), which MariaDB
+	// implements by setting lock wait timeouts for the one statement.
+	FlagStatementTimeout
 )
 
 // StatefulMask holds the flags that mean the statement creates or reads session state
@@ -262,6 +266,8 @@ func flagName(f Flags) string {
 		return "KillUnsupported"
 	case FlagSetStatement:
 		return "SetStatement"
+	case FlagStatementTimeout:
+		return "StatementTimeout"
 	}
 	return ""
 }

@@ -96,6 +96,9 @@ type scanner struct {
 	// whether it has an argument.
 	lastInsertID bool
 	st           stmt
+	// onSetVar, when set, receives the session variables the first
+	// statement assigns (see SetTargets).
+	onSetVar func(name []byte)
 }
 
 // stmt is the state of the statement being scanned.
@@ -108,6 +111,8 @@ type stmt struct {
 	// KILL's target.
 	killID    uint64
 	killQuery bool
+	// global: a SET is assigning global (or persisted) variables.
+	global bool
 }
 
 func (s *scanner) flag(f Flags) { s.info.Flags |= f }
@@ -164,6 +169,9 @@ func (s *scanner) anywhere(t token) {
 			s.flag(FlagLastInsertIDArg)
 		}
 	}
+	if t.kind == tokNumber && s.prev1.isWord(kwWait) {
+		s.flag(FlagStatementTimeout) // ... WAIT n
+	}
 	switch t.kind {
 	case tokUserVar:
 		s.flag(FlagUserVar)
@@ -178,6 +186,8 @@ func (s *scanner) anywhere(t token) {
 		switch t.kw {
 		case kwSQLCalcFoundRows:
 			s.flag(FlagCalcFoundRows)
+		case kwNowait:
+			s.flag(FlagStatementTimeout)
 		case kwFor:
 			if s.prev1.isWord(kwValue) && (s.prev2.isWord(kwNext) || s.prev2.isWord(kwPrevious)) {
 				s.flag(FlagSequence)

@@ -2,6 +2,7 @@ package sqlscan_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
@@ -220,6 +221,11 @@ var scanCases = []scanCase{
 	{q: "SET sql_mode = insert_id", kind: sqlscan.KindSet},
 	{q: "SET x = IF(a, b, insert_id)", kind: sqlscan.KindSet},
 	{q: "SET STATEMENT max_statement_time=1 FOR SELECT a, insert_id FROM t", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement},
+	{q: "SELECT v FROM t WHERE id = 1 FOR UPDATE NOWAIT", kind: sqlscan.KindSelect, flags: sqlscan.FlagStatementTimeout},
+	{q: "select v from t for update wait 3", kind: sqlscan.KindSelect, flags: sqlscan.FlagStatementTimeout},
+	{q: "LOCK TABLES t WRITE WAIT 5", kind: sqlscan.KindLock, flags: sqlscan.FlagLockTables | sqlscan.FlagStatementTimeout},
+	{q: "SELECT wait FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT wait, 3 FROM t", kind: sqlscan.KindSelect},
 
 	// FlagSessionTrackVar.
 	{q: "SET session_track_schema=OFF", kind: sqlscan.KindSet, flags: sqlscan.FlagSessionTrackVar},
@@ -525,6 +531,30 @@ func TestScanDoesNotAllocate(t *testing.T) {
 		q := []byte(c.q)
 		if n := testing.AllocsPerRun(10, func() { sqlscan.Scan(q) }); n != 0 {
 			t.Errorf("Scan(%q) allocates %v times", c.q, n)
+		}
+	}
+}
+
+func TestSetTargets(t *testing.T) {
+	cases := []struct{ q, want string }{
+		{"SET sql_mode = 'ANSI'", "sql_mode"},
+		{"set session innodb_lock_wait_timeout=5, `time_zone` = '+01:00'", "innodb_lock_wait_timeout,time_zone"},
+		{"SET @@session.wait_timeout = 10, @@global.max_connections = 5", "wait_timeout"},
+		{"SET @@innodb_strict_mode = 0", "innodb_strict_mode"},
+		{"SET GLOBAL a = 1, b = 2, SESSION c = 3", "c"},
+		{"SET @x = 1, autocommit = 0", "autocommit"},
+		{"SET NAMES utf8mb4", ""},
+		{"SET CHARACTER SET latin1", ""},
+		{"SET TRANSACTION ISOLATION LEVEL READ COMMITTED", ""},
+		{"SET a = (SELECT 1), b = f(1, 2)", "a,b"},
+		{"SET a = 1; SET b = 2", "a"},
+		{"SELECT 1", ""},
+	}
+	for _, c := range cases {
+		var got []string
+		sqlscan.SetTargets([]byte(c.q), func(name []byte) { got = append(got, string(name)) })
+		if strings.Join(got, ",") != c.want {
+			t.Errorf("SetTargets(%q) = %q, want %q", c.q, strings.Join(got, ","), c.want)
 		}
 	}
 }

@@ -117,7 +117,10 @@ func (s *scanner) set(t token) {
 	switch st.sub {
 	case setTarget:
 		if t.kind == tokWord && isScope(t.kw) {
-			return // SET SESSION x, SET GLOBAL x, ...
+			// SET SESSION x, SET GLOBAL x, ...: the scope holds for the rest
+			// of the list until another one is named.
+			st.global = t.kw != kwSession && t.kw != kwLocal
+			return
 		}
 		if t.kind == tokWord || t.kind == tokQuotedIdent || t.kind == tokSysVar {
 			s.setVar(t)
@@ -138,6 +141,9 @@ func (s *scanner) set(t token) {
 
 // setVar inspects the name of an assigned variable.
 func (s *scanner) setVar(t token) {
+	if s.onSetVar != nil && s.nstmt == 0 {
+		s.reportSetVar(t)
+	}
 	switch t.kw {
 	case kwInsertID, kwLastInsertID, kwIdentity:
 		s.flag(FlagInsertIDVar)

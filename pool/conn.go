@@ -53,12 +53,15 @@ type Conn struct {
 
 	threadID uint32
 	version  string
-	track    bool // CLIENT_SESSION_TRACK negotiated: OK packets carry session state
+	greeting greeting // scramble and plugin, for COM_CHANGE_USER
+	track    bool     // CLIENT_SESSION_TRACK negotiated: OK packets carry session state
 	state    State
 
-	// lastUser identifies the state (so the session) the connection last
-	// served; only compared, never dereferenced.
-	lastUser *State
+	// lastOwner is State.Owner of the session the connection last served.
+	lastOwner uint64
+	// diagOwner is the session whose statement last left warnings or an
+	// error in the server's diagnostics area; 0 when none is known.
+	diagOwner uint64
 
 	created  time.Time
 	expires  time.Time // zero: never
@@ -87,6 +90,13 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 // State is the session state the server currently holds for this connection.
 // The acquirer updates it as its statements change the session.
 func (c *Conn) State() *State { return &c.state }
+
+// DiagOwner returns the owner (State.Owner) of the statement that last left
+// warnings or an error on this connection, 0 when there are none.
+func (c *Conn) DiagOwner() uint64 { return c.diagOwner }
+
+// SetDiagOwner records who left the diagnostics now on the connection.
+func (c *Conn) SetDiagOwner(owner uint64) { c.diagOwner = owner }
 
 // SessionTrack reports whether the server sends session state changes in
 // OK packets, which changes their layout.
@@ -205,6 +215,9 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 		lastUsed: now,
 	}
 	c.state.FoundRows = foundRows
+	if sniff != nil {
+		c.greeting, _ = parseGreeting(sniff.head)
+	}
 	if lt := cfg.MaxLifetime; lt > 0 {
 		c.expires = now.Add(lt - time.Duration(p.rand.Int64N(int64(lt/10)+1)))
 	}
@@ -394,6 +407,7 @@ func (c *Conn) reset(ctx context.Context) error {
 		return err
 	}
 	c.dirty = false
+	c.diagOwner = 0
 	if _, err = c.Exec(ctx, c.p.initSQL()); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -29,7 +30,7 @@ type Pool struct {
 	// mu guards the fields below. Nothing blocks on the network while it is
 	// held.
 	mu      sync.Mutex
-	idle    []*Conn // stack: the most recently used connection is last
+	idle    []*Conn // in release order: the most recently used connection is last
 	waiters waitQueue
 	open    int // connections alive or being dialed
 	dialing int
@@ -238,37 +239,42 @@ func (p *Pool) Acquire(ctx context.Context, want *State) (*Conn, error) {
 	return nil, fmt.Errorf("%w (%s)", ErrAcquireTimeout, p.cfg.AcquireTimeout)
 }
 
-// takeIdle pops the best idle connection for want. mu must be held.
+// takeIdle removes the best idle connection for want from the idle list,
+// which is kept in release order. mu must be held.
+//
+// It prefers the connection the session used last, if nobody used it
+// since: its server thread is warm, and what the session's last statement
+// left there (ROW_COUNT(), FOUND_ROWS()) is still the session's. Otherwise
+// it takes the least recently used connection in the session's state, or
+// failing that the least recently used one, so that connections other
+// sessions used last are reused as late as possible.
 func (p *Pool) takeIdle(want *State) *Conn {
 	n := len(p.idle)
 	if n == 0 {
 		return nil
 	}
-	pick := n - 1
+	pick := 0
 	if want != nil {
-		// Prefer the connection this session used last (its server
-		// thread is warm), then any whose state already matches.
 		sum := want.Sum()
-		match := -1
-		for i := n - 1; i >= 0 && i >= n-matchScan; i-- {
-			c := p.idle[i]
-			if c.state.sum != sum {
-				continue
-			}
-			if c.lastUser == want {
-				match = i
-				break
-			}
-			if match < 0 {
-				match = i
+		found := false
+		if want.Owner != 0 {
+			for i := n - 1; i >= 0 && i >= n-matchScan; i-- {
+				if c := p.idle[i]; c.lastOwner == want.Owner && c.state.sum == sum {
+					pick, found = i, true
+					break
+				}
 			}
 		}
-		if match >= 0 {
-			pick = match
+		for i := 0; !found && i < n && i < matchScan; i++ {
+			if p.idle[i].state.sum == sum {
+				pick, found = i, true
+			}
 		}
 	}
 	c := p.idle[pick]
-	c.lastUser = want
+	if want != nil {
+		c.lastOwner = want.Owner
+	}
 	copy(p.idle[pick:], p.idle[pick+1:])
 	p.idle[n-1] = nil
 	p.idle = p.idle[:n-1]
@@ -281,6 +287,17 @@ func (p *Pool) takeIdle(want *State) *Conn {
 func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 	if want == nil || (c.state.FoundRows == want.FoundRows && (want.Schema != "" || c.state.Schema == "")) {
 		return c, nil
+	}
+	if c.state.FoundRows == want.FoundRows {
+		// Only the schema is in the way.
+		err := c.clearSchema(ctx)
+		if err == nil {
+			p.stats.schemaClears.Add(1)
+			return c, nil
+		}
+		if !errors.Is(err, errNoChangeUser) {
+			p.cfg.Logger.Debug("change user failed; redialing", "thread_id", c.threadID, "err", err)
+		}
 	}
 	p.stats.replaced.Add(1)
 	c.close()

@@ -328,6 +328,9 @@ func TestSyncWithoutSchemaGetsFreshConnection(t *testing.T) {
 	if v := value(t, c, "SELECT DATABASE()"); v != "NULL" {
 		t.Fatalf("a session without schema got connection with schema %s", v)
 	}
+	if st := p.Stats(); st.SchemaClears != 1 || st.Replaced != 0 {
+		t.Fatalf("leaving the schema: %d change-user, %d redials; want 1 and 0", st.SchemaClears, st.Replaced)
+	}
 }
 
 func TestFoundRowsConnectionsAreDialedToFit(t *testing.T) {

@@ -30,6 +30,11 @@ type State struct {
 	MultiStatementsOff bool
 	FoundRows          bool
 
+	// Owner identifies the session holding this state (0: none). It is not
+	// part of the state: Acquire uses it to give a session the connection it
+	// used last when that one is free.
+	Owner uint64
+
 	sum uint64
 }
 

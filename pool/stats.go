@@ -15,6 +15,7 @@ type counters struct {
 	dialErrors     atomic.Uint64
 	resets         atomic.Uint64
 	replaced       atomic.Uint64
+	schemaClears   atomic.Uint64
 	broken         atomic.Uint64
 	expired        atomic.Uint64
 	healthChecks   atomic.Uint64
@@ -39,7 +40,8 @@ type Stats struct {
 	Dials           uint64 // successful dials
 	DialErrors      uint64
 	Resets          uint64 // COM_RESET_CONNECTION before reuse
-	Replaced        uint64 // closed and redialed to fit a session (found_rows, no schema)
+	Replaced        uint64 // closed and redialed to fit a session (found_rows)
+	SchemaClears    uint64 // COM_CHANGE_USER to leave a schema for a session without one
 	Broken          uint64 // closed after an error
 	Expired         uint64 // retired at the end of their lifetime
 	HealthChecks    uint64
@@ -67,6 +69,7 @@ func (p *Pool) Stats() Stats {
 	s.DialErrors = p.stats.dialErrors.Load()
 	s.Resets = p.stats.resets.Load()
 	s.Replaced = p.stats.replaced.Load()
+	s.SchemaClears = p.stats.schemaClears.Load()
 	s.Broken = p.stats.broken.Load()
 	s.Expired = p.stats.expired.Load()
 	s.HealthChecks = p.stats.healthChecks.Load()

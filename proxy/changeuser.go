@@ -5,35 +5,39 @@ import (
 )
 
 // changeUser serves COM_CHANGE_USER: log in again as another (or the same)
-// user, then start over as a fresh session. A failed login ends the
-// connection, as on the server.
+// user, then start over as a fresh session. As on MariaDB, a failed login
+// leaves the session as it was, logged in as before.
 func (s *Session) changeUser(ctx context.Context, p []byte) (quit bool, err error) {
 	req, err := parseChangeUser(p, s.caps)
 	if err != nil {
 		s.srv.stats.errors.Add(1)
-		_ = s.w.WriteERR(sqlError(err))
-		return true, nil
+		return false, s.writeErr(errUnknownCommand)
 	}
-	s.unpinForReset()
+	prev := s.user
 	s.user = req.user
 	s.log = nil
 	plugin := req.plugin
 	if plugin == "" {
 		plugin = pluginNative
 	}
-	// The client scrambled with the greeting's salt; a fresh one is used
-	// if it has to switch plugins.
+	// The client scrambled with the greeting's salt; it gets the same salt
+	// again if it has to switch plugins.
 	if !s.authenticate(plugin, req.auth) {
-		return true, nil
+		s.user = prev
+		s.log = nil
+		return false, nil
 	}
+	s.unpinForReset()
 	if req.collation != 0 {
+		s.collationID = req.collation
 		s.collation = s.srv.chars.lookup(ctx, s.srv.pool, req.collation)
 	}
 	s.initState(req.db)
 	if req.db != "" {
 		if err := s.checkSchema(ctx); err != nil {
-			_ = s.writeErr(err)
-			return true, nil
+			s.srv.stats.errors.Add(1)
+			s.initState("")
+			return false, s.writeErr(err)
 		}
 	}
 	return false, s.writeOK()

@@ -49,7 +49,7 @@ const (
 // ends it because the connection can no longer be trusted.
 func (s *Session) dispatch(ctx context.Context, p []byte) (quit bool, err error) {
 	if len(p) == 0 {
-		return true, s.writeErr(&mysqlwire.Error{Code: erUnknownCom, State: "08S01", Message: "Unknown command"})
+		return false, s.writeErr(errUnknownCommand)
 	}
 	s.srv.stats.statements.Add(1)
 	switch p[0] {
@@ -107,6 +107,9 @@ func modeOf(cmd byte) relayMode {
 // unknown schema gets the server's own error; the session adopts the
 // schema only when the server accepted it.
 func (s *Session) initDB(ctx context.Context, db string) error {
+	if db == "" {
+		return s.writeErr(errNoDatabase)
+	}
 	prev := s.state.Schema
 	s.state.SetSchema(db)
 	c, err := s.backend(ctx)

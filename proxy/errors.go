@@ -29,6 +29,8 @@ const (
 	erHandshake         = 1043
 	erUnknownCom        = 1047
 	erNetPacketTooLarge = 1153
+	erPacketsOutOfOrder = 1156
+	erNoDB              = 1046
 	erNoSuchThread      = 1094
 	erKillDenied        = 1095
 	erNotAllowedCommand = 1148
@@ -42,6 +44,9 @@ const (
 var (
 	errTooManyConnections = &mysqlwire.Error{Code: erConCount, State: "08004", Message: "Too many connections"}
 	errPacketTooLarge     = &mysqlwire.Error{Code: erNetPacketTooLarge, State: "08S01", Message: "Got a packet bigger than 'max_allowed_packet' bytes"}
+	errPacketsOutOfOrder  = &mysqlwire.Error{Code: erPacketsOutOfOrder, State: "08S01", Message: "Got packets out of order"}
+	errUnknownCommand     = &mysqlwire.Error{Code: erUnknownCom, State: "08S01", Message: "Unknown command"}
+	errNoDatabase         = &mysqlwire.Error{Code: erNoDB, State: "3D000", Message: "No database selected"}
 	errConnectionKilled   = &mysqlwire.Error{Code: erConnectionKilled, State: "70100", Message: "Connection was killed"}
 	errQueryInterrupted   = &mysqlwire.Error{Code: erQueryInterrupted, State: "70100", Message: "Query execution was interrupted"}
 	errLoadLocalDisabled  = &mysqlwire.Error{Code: erNotAllowedCommand, State: "42000",

@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
@@ -18,9 +20,12 @@ var errSessionLost = errors.New("proxy: pinned backend connection lost")
 // query serves COM_QUERY.
 func (s *Session) query(ctx context.Context, p []byte) error {
 	info := sqlscan.Scan(p[1:])
+	if info.Local != sqlscan.LocalNone {
+		if ok, err := s.answerLocal(&info); ok {
+			return err
+		}
+	}
 	switch {
-	case info.Local != sqlscan.LocalNone:
-		return s.answerLocal(&info)
 	case info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0:
 		return s.killStatement(ctx, &info)
 	case info.Flags&sqlscan.FlagLoadLocal != 0 && (!s.srv.cfg.LoadDataLocal || s.caps&capLocalFiles == 0):
@@ -63,7 +68,8 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info sq
 	if err == nil {
 		err = c.Flush()
 	}
-	var res result
+	res := result{scoped: info.Flags&(sqlscan.FlagSetStatement|sqlscan.FlagStatementTimeout) != 0}
+	s.tracked = s.tracked[:0]
 	if err == nil {
 		err = s.relay(c, mode, &res)
 	}
@@ -77,7 +83,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info sq
 	if res.charsetOnly {
 		s.learnCollation(ctx, c)
 	}
-	s.afterStatement(c, &res, &info)
+	s.afterStatement(ctx, c, p[1:], &res, &info)
 	switch {
 	case res.clientErr != nil:
 		return res.clientErr
@@ -90,10 +96,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info sq
 // prepare gets a connection ready for statements that read what the
 // session's previous statement left behind on its own connection.
 func (s *Session) prepare(ctx context.Context, c *pool.Conn, info *sqlscan.Info) error {
-	if s.pinned != nil {
-		return nil // the session's own connection holds its own history
-	}
-	if info.Flags&sqlscan.FlagLastInsertIDRead != 0 {
+	if info.Flags&sqlscan.FlagLastInsertIDRead != 0 && s.pinned == nil {
 		// LAST_INSERT_ID() must return the session's value, not that of
 		// whoever used this connection last.
 		if _, err := c.Exec(ctx, "DO LAST_INSERT_ID("+strconv.FormatUint(s.lastInsertID, 10)+")"); err != nil {
@@ -101,10 +104,12 @@ func (s *Session) prepare(ctx context.Context, c *pool.Conn, info *sqlscan.Info)
 		}
 	}
 	if info.Flags&sqlscan.FlagDiagnostics != 0 {
-		// The session's previous statement left no warnings (or it would
-		// still hold its connection): clear what another session left.
-		if _, err := c.Exec(ctx, "DO 0"); err != nil {
-			return err
+		if o := c.DiagOwner(); o != 0 && o != s.state.Owner {
+			// Another session's warnings are on this connection.
+			if _, err := c.Exec(ctx, clearDiagnosticsSQL); err != nil {
+				return err
+			}
+			c.SetDiagOwner(0)
 		}
 	}
 	return nil
@@ -160,15 +165,10 @@ func (s *Session) learnCollation(ctx context.Context, c *pool.Conn) {
 }
 
 // afterStatement updates the session from a relayed response: pins from
-// status flags and statement class, last insert id, row count.
-func (s *Session) afterStatement(c *pool.Conn, res *result, info *sqlscan.Info) {
-	pins := s.pins
-	if info.Flags&sqlscan.FlagDiagnostics != 0 && !info.Multi {
-		// Reading diagnostics does not clear them: keep them reachable.
-		pins &^= pinFoundRows | pinNextTransaction
-	} else {
-		pins &^= nextStatementPins
-	}
+// status flags and statement class, state the server changed without
+// saying what, diagnostics, last insert id, row counts.
+func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) {
+	pins := s.pins &^ nextStatementPins
 	if res.hasStatus {
 		if res.status&mysqlwire.StatusInTrans != 0 {
 			pins |= pinTransaction
@@ -190,7 +190,7 @@ func (s *Session) afterStatement(c *pool.Conn, res *result, info *sqlscan.Info) 
 		}
 	}
 	pins |= stickyPinsOf(info.Flags)
-	if res.stateChanged && (!res.tracked || info.Multi || (info.Kind != sqlscan.KindSet && info.Kind != sqlscan.KindUse)) {
+	if res.stateChanged && !s.explainStateChange(ctx, c, q, res, info) {
 		pins |= pinStateChange
 	}
 	if res.unreplayable {
@@ -202,9 +202,6 @@ func (s *Session) afterStatement(c *pool.Conn, res *result, info *sqlscan.Info) 
 	if info.Flags&sqlscan.FlagSetTransaction != 0 {
 		pins |= pinNextTransaction
 	}
-	if res.warnings > 0 || res.err != nil {
-		pins |= pinDiagnostics
-	}
 
 	switch {
 	case res.err != nil, res.resultSet:
@@ -212,8 +209,92 @@ func (s *Session) afterStatement(c *pool.Conn, res *result, info *sqlscan.Info) 
 	default:
 		s.rowCount = int64(res.affected)
 	}
+	if res.resultSet && res.err == nil {
+		s.foundRows = res.rows
+	}
 	if res.insertID != 0 {
 		s.lastInsertID = res.insertID
 	}
+	s.noteDiagnostics(ctx, c, res, info, pins != 0)
 	s.setPinned(c, pins)
+}
+
+// explainStateChange decides whether a session state change the server
+// flagged is fully known: SET STATEMENT ... FOR and NOWAIT / WAIT n change
+// nothing beyond their statement; a SET or USE whose every change was reported is known; a SET
+// of variables the server did not report (MariaDB leaves out plugin
+// variables such as innodb_lock_wait_timeout) is made known by reading
+// them back. Anything else makes the session pin.
+func (s *Session) explainStateChange(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) bool {
+	switch {
+	case info.Multi || info.Flags&sqlscan.StatefulMask != 0 || res.err != nil:
+		return false
+	case res.scoped:
+		return true
+	case info.Kind == sqlscan.KindUse:
+		return res.tracked
+	case info.Kind != sqlscan.KindSet:
+		return false
+	}
+	var missing []string
+	ok := true
+	sqlscan.SetTargets(q, func(name []byte) {
+		n := strings.ToLower(string(name))
+		if slices.Contains(s.tracked, n) || slices.Contains(missing, n) {
+			return
+		}
+		if !isPlainName(n) || varClass([]byte(n)) != varReplayable {
+			ok = false
+			return
+		}
+		missing = append(missing, n)
+	})
+	if !ok {
+		return false
+	}
+	if len(missing) == 0 {
+		return true
+	}
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, n := range missing {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("@@SESSION.")
+		b.WriteString(n)
+	}
+	var values []string
+	err := c.Query(ctx, b.String(), func(row []byte) error {
+		for range missing {
+			v, n, err := mysqlwire.LenEncString(row)
+			if err != nil {
+				return err
+			}
+			values, row = append(values, string(v)), row[n:]
+		}
+		return nil
+	})
+	if err != nil || len(values) != len(missing) {
+		return false
+	}
+	for i, n := range missing {
+		s.state.SetVar(n, values[i])
+		c.State().SetVar(n, values[i])
+	}
+	return true
+}
+
+// isPlainName reports a variable name safe to splice into SQL.
+func isPlainName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

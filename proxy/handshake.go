@@ -88,7 +88,8 @@ func (s *Session) handshake(ctx context.Context) error {
 	if !s.authenticate(resp.plugin, resp.auth) {
 		return errAuth
 	}
-	s.collation = s.srv.chars.lookup(ctx, s.srv.pool, uint16(resp.collation))
+	s.collationID = uint16(resp.collation)
+	s.collation = s.srv.chars.lookup(ctx, s.srv.pool, s.collationID)
 	s.initState(resp.db)
 	if resp.db != "" {
 		// The server refuses a login to a schema that does not exist;

@@ -33,7 +33,6 @@ const (
 	// One-statement pins: the next statement must see this connection.
 	pinFoundRows       // SQL_CALC_FOUND_ROWS: FOUND_ROWS() comes next
 	pinNextTransaction // SET TRANSACTION without scope applies to the next transaction
-	pinDiagnostics     // warnings or an error that SHOW WARNINGS may ask for
 
 	pinReasonEnd
 )
@@ -41,14 +40,14 @@ const (
 const (
 	stickyPins = pinUserVariable | pinTempTable | pinGetLock | pinSQLPrepare | pinStateChange |
 		pinLastInsertIDExpr | pinUnreplayableVar | pinHandler | pinSequence | pinXA
-	nextStatementPins = pinFoundRows | pinNextTransaction | pinDiagnostics
+	nextStatementPins = pinFoundRows | pinNextTransaction
 )
 
 var pinNames = [...]string{
 	"transaction", "autocommit_off", "lock_tables",
 	"user_variable", "temporary_table", "get_lock", "sql_prepare", "state_change",
 	"last_insert_id_expr", "unreplayable_variable", "handler", "sequence", "xa",
-	"found_rows", "next_transaction", "diagnostics",
+	"found_rows", "next_transaction",
 }
 
 // PinReasons lists every pin reason name, for metrics labels.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/pool"
@@ -43,6 +44,9 @@ type result struct {
 	tracked      bool
 	unreplayable bool // the client set a variable that cannot be replayed
 	charsetOnly  bool // character_set_connection changed without collation_connection
+	// scoped: SET STATEMENT ... FOR, NOWAIT or WAIT n; the variables the
+	// server reports hold for that statement only and are not recorded.
+	scoped bool
 
 	sent      int   // packets relayed to the client
 	clientErr error // writing to the client failed; the response was drained
@@ -224,6 +228,9 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 			if err != nil {
 				return fmt.Errorf("%w: session state: %w", errProtocol, err)
 			}
+			if res.scoped {
+				continue
+			}
 			switch varClass(name) {
 			case varIgnored:
 				continue
@@ -231,9 +238,10 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 				res.unreplayable = true
 				continue
 			}
-			n, v := string(name), string(value)
+			n, v := strings.ToLower(string(name)), string(value)
 			s.state.SetVar(n, v)
 			c.State().SetVar(n, v)
+			s.tracked = append(s.tracked, n)
 			res.tracked = true
 			switch n {
 			case "character_set_connection":

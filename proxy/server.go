@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +29,9 @@ type Config struct {
 	// MaxClientConnections bounds concurrent client sessions; beyond it
 	// clients get ERR 1040. Default 10000.
 	MaxClientConnections int
-	// MaxAllowedPacket is the largest client packet accepted. Default 64 MiB.
+	// MaxAllowedPacket is the largest client packet accepted. 0 takes the
+	// backend's max_allowed_packet (64 MiB until it is known), which is the
+	// value clients read from @@max_allowed_packet.
 	MaxAllowedPacket int
 	// ServerVersion is announced to clients; "" means the backend's own.
 	ServerVersion string
@@ -50,8 +53,8 @@ func (c *Config) validate() error {
 	if c.MaxClientConnections <= 0 {
 		c.MaxClientConnections = 10000
 	}
-	if c.MaxAllowedPacket <= 0 {
-		c.MaxAllowedPacket = 64 << 20
+	if c.MaxAllowedPacket < 0 {
+		return fmt.Errorf("proxy: max_allowed_packet %d < 0", c.MaxAllowedPacket)
 	}
 	switch c.AuthPlugin {
 	case "":
@@ -87,6 +90,10 @@ type Server struct {
 	chars charsets
 
 	lastID atomic.Uint32
+	// nextOwner numbers session states (pool.State.Owner) without reuse.
+	nextOwner atomic.Uint64
+	// maxPacket is the max_allowed_packet sessions enforce.
+	maxPacket atomic.Int64
 
 	// mu guards sessions and listeners.
 	mu        sync.Mutex
@@ -114,6 +121,11 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 		sessions: make(map[uint32]*Session),
 	}
 	srv.chars.init(p.Config().Collation)
+	srv.maxPacket.Store(int64(cfg.MaxAllowedPacket))
+	if cfg.MaxAllowedPacket == 0 {
+		srv.maxPacket.Store(defaultMaxPacket)
+		srv.learnMaxPacket()
+	}
 	srv.users.Store(newUserStore(cfg.Users))
 	ctx, cancel := context.WithCancel(context.Background())
 	srv.stopReaper = cancel
@@ -231,6 +243,35 @@ func (srv *Server) Close() {
 	}
 	srv.wg.Wait()
 	srv.stopReaper()
+}
+
+// defaultMaxPacket is enforced until the backend's value is known.
+const defaultMaxPacket = 64 << 20
+
+// learnMaxPacket adopts the backend's max_allowed_packet, so that what the
+// proxy enforces is what clients read from @@max_allowed_packet.
+func (srv *Server) learnMaxPacket() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := srv.pool.Acquire(ctx, nil)
+	if err != nil {
+		srv.log.Warn("could not read the backend's max_allowed_packet; using 64 MiB", "err", err)
+		return
+	}
+	defer srv.pool.Release(c)
+	var v int64
+	err = c.Query(ctx, "SELECT @@GLOBAL.max_allowed_packet", func(row []byte) error {
+		b, _, err := mysqlwire.LenEncString(row)
+		if err == nil {
+			v, err = strconv.ParseInt(string(b), 10, 64)
+		}
+		return err
+	})
+	if err != nil || v <= 0 {
+		srv.log.Warn("could not read the backend's max_allowed_packet; using 64 MiB", "err", err)
+		return
+	}
+	srv.maxPacket.Store(v)
 }
 
 // serverVersion is what clients are told the server is.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
@@ -39,7 +40,19 @@ type Session struct {
 	pins   pinReason
 
 	lastInsertID uint64
-	rowCount     int64
+	rowCount     int64  // ROW_COUNT() of the last statement
+	foundRows    uint64 // FOUND_ROWS(): rows of the last result set
+
+	// diag is the copy of the diagnostics (SHOW WARNINGS) the last
+	// statement left, taken when the session released its backend;
+	// warningCount is @@warning_count.
+	diag         []diagnostic
+	warningCount uint16
+	// tracked lists the variables the server reported changed by the
+	// statement running now.
+	tracked []string
+	// collationID is the collation the client asked for at login.
+	collationID uint16
 
 	// pinnedNow mirrors pinned != nil for Stats.
 	pinnedNow atomic.Bool
@@ -61,7 +74,7 @@ func newSession(srv *Server, nc net.Conn) *Session {
 	s := &Session{srv: srv, nc: nc, remote: nc.RemoteAddr().String(), rowCount: -1}
 	s.id = srv.nextID()
 	s.r = mysqlwire.NewReader(nc, s.small[:], srv.bufs)
-	s.r.MaxPacket = srv.cfg.MaxAllowedPacket
+	s.r.MaxPacket = int(srv.maxPacket.Load())
 	s.w = mysqlwire.NewWriter(nc, srv.bufs)
 	return s
 }
@@ -99,9 +112,14 @@ func (s *Session) run(ctx context.Context) {
 		s.r.SetSeq(0)
 		p, err := s.r.ReadPacket()
 		if err != nil {
-			if errors.Is(err, mysqlwire.ErrPacketTooLarge) {
+			switch {
+			case errors.Is(err, mysqlwire.ErrPacketTooLarge):
 				s.w.SetSeq(1)
 				_ = s.writeErr(errPacketTooLarge)
+				_ = s.w.Flush()
+			case errors.Is(err, mysqlwire.ErrSequence):
+				s.w.SetSeq(1)
+				_ = s.writeErr(errPacketsOutOfOrder)
 				_ = s.w.Flush()
 			}
 			s.logEnd(err)
@@ -127,7 +145,8 @@ func (s *Session) run(ctx context.Context) {
 // logEnd records why a session ended: client hang-ups at debug level.
 func (s *Session) logEnd(err error) {
 	switch {
-	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errKilled):
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, errKilled):
 		s.logger().Debug("session ended", "err", err)
 	default:
 		s.logger().Info("session ended", "err", err)
@@ -138,9 +157,7 @@ func (s *Session) logEnd(err error) {
 // holds the session's state) and closes the client connection.
 func (s *Session) teardown() {
 	if s.pinned != nil {
-		if s.pins&^pinDiagnostics != 0 {
-			s.pinned.MarkDirty()
-		}
+		s.pinned.MarkDirty() // whatever pinned it must not reach the next user
 		s.srv.pool.Release(s.pinned)
 		s.pinned = nil
 		s.pinnedNow.Store(false)
@@ -158,6 +175,7 @@ func (s *Session) closeConn() { _ = s.nc.Close() }
 // client's capabilities.
 func (s *Session) initState(db string) {
 	s.state = pool.State{
+		Owner:              s.srv.nextOwner.Add(1),
 		Schema:             db,
 		Vars:               pool.CharsetVars(s.collation.charset, s.collation.name),
 		MultiStatementsOff: s.caps&capMultiStatements == 0,
@@ -274,4 +292,7 @@ func (s *Session) unpinForReset() {
 	s.pins = 0
 	s.lastInsertID = 0
 	s.rowCount = -1
+	s.foundRows = 0
+	s.diag = s.diag[:0]
+	s.warningCount = 0
 }

@@ -55,7 +55,9 @@ type Config struct {
 	// MaxClientConnections caps concurrent client sessions; the next client
 	// gets ERR 1040 (08004) Too many connections.
 	MaxClientConnections int `mapstructure:"max_client_connections"`
-	// MaxAllowedPacket is the largest client packet accepted.
+	// MaxAllowedPacket is the largest client packet accepted; 0 (the
+	// default) takes the backend's @@global.max_allowed_packet, which is
+	// also what clients read from @@max_allowed_packet.
 	MaxAllowedPacket ByteSize `mapstructure:"max_allowed_packet"`
 	// ServerVersion is the version string announced to clients; empty means
 	// the backend's own.
@@ -157,7 +159,7 @@ func Default() Config {
 	return Config{
 		Listen:               "127.0.0.1:6033",
 		MaxClientConnections: 10000,
-		MaxAllowedPacket:     64 * MiB,
+		MaxAllowedPacket:     0,
 		ServerVersion:        "",
 		AuthPlugin:           AuthNativePassword,
 		LoadDataLocal:        false,

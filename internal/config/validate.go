@@ -20,8 +20,8 @@ func (c *Config) Validate() error {
 	if c.MaxClientConnections < 1 {
 		v.addf("max_client_connections", "must be at least 1, got %d", c.MaxClientConnections)
 	}
-	if c.MaxAllowedPacket < MinAllowedPacket || c.MaxAllowedPacket > MaxAllowedPacket {
-		v.addf("max_allowed_packet", "must be between %s and %s, got %s",
+	if c.MaxAllowedPacket != 0 && (c.MaxAllowedPacket < MinAllowedPacket || c.MaxAllowedPacket > MaxAllowedPacket) {
+		v.addf("max_allowed_packet", "must be 0 (the backend's) or between %s and %s, got %s",
 			MinAllowedPacket, MaxAllowedPacket, c.MaxAllowedPacket)
 	}
 	if strings.IndexByte(c.ServerVersion, 0) >= 0 {

@@ -2,6 +2,7 @@ package mysqlwire
 
 // Column types used by packets the proxy builds itself.
 const (
+	TypeLong      = 0x03
 	TypeLongLong  = 0x08
 	TypeVarString = 0xfd
 )

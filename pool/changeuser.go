@@ -1,0 +1,143 @@
+package pool
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser/charset"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+)
+
+const comChangeUser = 0x11
+
+// errNoChangeUser: COM_CHANGE_USER cannot be used on this connection (an
+// auth plugin other than mysql_native_password, say); the caller redials.
+var errNoChangeUser = errors.New("pool: change user not possible")
+
+// greeting is what the pool keeps of the server's initial handshake.
+type greeting struct {
+	salt   []byte
+	plugin string
+}
+
+// parseGreeting reads the scramble and auth plugin of an initial handshake
+// (HandshakeV10) captured with its packet header.
+func parseGreeting(p []byte) (greeting, bool) {
+	var g greeting
+	if len(p) < 5 || p[4] != 10 {
+		return g, false
+	}
+	_, p, err := mysqlwire.NullTerminated(p[5:]) // server version
+	if err != nil || len(p) < 4+8+1+2+1+2+2+1+10 {
+		return g, false
+	}
+	salt := append([]byte(nil), p[4:12]...)
+	p = p[4+8+1+2+1+2+2+1+10:]
+	rest, p, err := mysqlwire.NullTerminated(p)
+	if err != nil {
+		return g, false
+	}
+	g.salt = append(salt, rest...)
+	if i := bytes.IndexByte(p, 0); i >= 0 {
+		g.plugin = string(p[:i])
+	}
+	return g, len(g.salt) >= 20
+}
+
+// collationID is the handshake id of the pool's collation, 0 if unknown.
+func collationID(name string) uint16 {
+	c, err := charset.GetCollationByName(name)
+	if err != nil {
+		return 0
+	}
+	return uint16(c.ID)
+}
+
+// clearSchema takes the connection back to "no default schema", which no
+// statement can do, with COM_CHANGE_USER to the service account and an
+// empty schema: one round trip and a session re-initialisation instead of
+// a new connection. The session state is reset as by COM_RESET_CONNECTION.
+func (c *Conn) clearSchema(ctx context.Context) error {
+	g, cfg := c.greeting, &c.p.cfg
+	id := collationID(cfg.Collation)
+	if g.plugin != gomysql.AUTH_NATIVE_PASSWORD || id == 0 || id > 255 {
+		return errNoChangeUser
+	}
+	done := c.withDeadline(ctx)
+	err := c.changeUser(g, id)
+	done()
+	if err != nil {
+		c.broken = true
+		return err
+	}
+	c.dirty = false
+	c.diagOwner = 0
+	c.state.Schema = ""
+	c.state.sum = 0
+	if _, err := c.Exec(ctx, c.p.initSQL()); err != nil {
+		return err
+	}
+	c.state.Vars = append(c.state.Vars[:0], CharsetVars(CharsetOf(cfg.Collation), cfg.Collation)...)
+	if c.state.MultiStatementsOff {
+		return c.setMultiStatements(ctx, true)
+	}
+	return nil
+}
+
+// changeUser sends COM_CHANGE_USER and answers an auth switch to
+// mysql_native_password.
+func (c *Conn) changeUser(g greeting, collation uint16) error {
+	cfg := &c.p.cfg
+	c.StartCommand()
+	w := c.w
+	w.Begin()
+	w.AppendByte(comChangeUser)
+	w.AppendString(cfg.User)
+	w.AppendByte(0)
+	scramble := gomysql.CalcNativePassword(g.salt[:20], []byte(cfg.Password))
+	w.AppendByte(byte(len(scramble)))
+	w.AppendBytes(scramble)
+	w.AppendByte(0) // no schema
+	w.AppendUint16(collation)
+	w.AppendString(gomysql.AUTH_NATIVE_PASSWORD)
+	w.AppendByte(0)
+	w.AppendByte(0) // no connection attributes
+	if err := w.End(); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	for round := 0; ; round++ {
+		p, err := c.r.ReadPacket()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrBroken, err)
+		}
+		switch {
+		case mysqlwire.IsOK(p):
+			return nil
+		case mysqlwire.IsERR(p):
+			return mysqlwire.ParseERR(p)
+		case p[0] == 0xfe && round == 0: // auth switch request
+			plugin, salt, err := mysqlwire.NullTerminated(p[1:])
+			if err != nil || string(plugin) != gomysql.AUTH_NATIVE_PASSWORD || len(salt) < 20 {
+				return fmt.Errorf("%w: unexpected auth switch to %q", errNoChangeUser, plugin)
+			}
+			w.SetSeq(c.r.Seq())
+			w.Begin()
+			w.AppendBytes(gomysql.CalcNativePassword(salt[:20], []byte(cfg.Password)))
+			if err := w.End(); err != nil {
+				return err
+			}
+			if err := c.Flush(); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: unexpected packet 0x%02x", errNoChangeUser, p[0])
+		}
+	}
+}

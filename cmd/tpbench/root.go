@@ -32,6 +32,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(
 		newSandboxCmd(a),
+		newDemoCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy"
+	"github.com/tpproxy/tpproxy/scheduler"
+)
+
+// localProxy is tpproxy running inside this process on a loopback port,
+// wired as cmd/tpproxy serve wires it: pool, scheduler, front end.
+type localProxy struct {
+	Addr   string
+	pool   *pool.Pool
+	srv    *proxy.Server
+	cancel context.CancelFunc
+	served chan error
+}
+
+// startLocalProxy starts a proxy in front of backend that lets user log in
+// with password and uses the same account for its poolSize backend
+// connections.
+func startLocalProxy(ctx context.Context, backend, user, password string, poolSize int, log *slog.Logger) (*localProxy, error) {
+	p, err := pool.New(pool.Config{
+		Addr:     backend,
+		User:     user,
+		Password: password,
+		Size:     poolSize,
+		Logger:   log.With("component", "pool"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: proxy pool: %w", err)
+	}
+	if err := p.Start(ctx); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("bench: proxy pool: %w", err)
+	}
+	sched, err := scheduler.New(scheduler.Config{})
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("bench: proxy scheduler: %w", err)
+	}
+	srv, err := proxy.New(proxy.Config{
+		Users:  []proxy.User{{Name: user, Plain: password}},
+		Logger: log.With("component", "proxy"),
+	}, p, sched)
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("bench: proxy: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		p.Close()
+		return nil, fmt.Errorf("bench: proxy listener: %w", err)
+	}
+	// Serve's context is not ctx: the proxy lives until close, so that
+	// cleanup after a cancelled run is orderly.
+	serveCtx, cancel := context.WithCancel(context.Background())
+	lp := &localProxy{Addr: ln.Addr().String(), pool: p, srv: srv, cancel: cancel, served: make(chan error, 1)}
+	go func() { lp.served <- srv.Serve(serveCtx, ln) }()
+	return lp, nil
+}
+
+// stats is the proxy's view for the report.
+func (lp *localProxy) stats() ProxyStats {
+	ps := lp.pool.Stats()
+	fs := lp.srv.Stats()
+	return ProxyStats{
+		Pool: PoolStats{
+			Size: ps.Size, Open: ps.Open, Acquires: ps.Acquires, Waits: ps.Waits,
+			WaitSec: ps.WaitDuration.Seconds(), AcquireTimeouts: ps.AcquireTimeouts,
+			Dials: ps.Dials, DialErrors: ps.DialErrors, Resets: ps.Resets, Broken: ps.Broken,
+		},
+		Front: FrontStats{
+			Sessions: fs.Sessions, Accepted: fs.Accepted, Rejected: fs.Rejected,
+			AuthFailures: fs.AuthFailures, Statements: fs.Statements, Errors: fs.Errors, Pins: fs.Pins,
+		},
+	}
+}
+
+// close stops accepting, ends the sessions and closes the pool. It
+// returns Serve's error.
+func (lp *localProxy) close() error {
+	lp.cancel()
+	err := <-lp.served
+	lp.srv.Close()
+	lp.pool.Close()
+	return err
+}

@@ -1,0 +1,374 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// File names WriteFiles creates in the output directory.
+const (
+	ResultsFile = "results.json"
+	SummaryFile = "summary.md"
+)
+
+// Report is a benchmark's outcome: results.json is this struct.
+type Report struct {
+	// Title heads summary.md, e.g. "tpbench demo".
+	Title    string    `json:"title"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Environment is what the numbers depend on besides the code.
+	Environment Environment `json:"environment"`
+	// Steps are all runs in the order they ran.
+	Steps []StepResult `json:"steps"`
+	// Comparisons pair the direct and proxy run of each step.
+	Comparisons []Comparison `json:"comparisons"`
+	// Proxy is tpproxy's own view at the end, when it ran in-process.
+	Proxy *ProxyStats `json:"proxy,omitempty"`
+	// Notes are caveats for the reader, one sentence each.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Environment describes the machine, the server and the settings.
+type Environment struct {
+	OS            string  `json:"os"`
+	Arch          string  `json:"arch"`
+	CPUs          int     `json:"cpus"`
+	GoVersion     string  `json:"go_version"`
+	ServerVersion string  `json:"server_version,omitempty"`
+	Sandbox       bool    `json:"sandbox"`
+	Tables        int     `json:"tables"`
+	TableSize     int     `json:"table_size"`
+	WarmupSec     float64 `json:"warmup_s"`
+	DurationSec   float64 `json:"duration_s"`
+	// PoolSize is tpproxy's number of backend connections.
+	PoolSize int `json:"pool_size,omitempty"`
+}
+
+// ProxyStats is tpproxy's pool and front end at the end of a run.
+type ProxyStats struct {
+	Pool  PoolStats  `json:"pool"`
+	Front FrontStats `json:"front"`
+}
+
+// PoolStats mirrors pool.Stats (backend connections).
+type PoolStats struct {
+	Size            int     `json:"size"`
+	Open            int     `json:"open"`
+	Acquires        uint64  `json:"acquires"`
+	Waits           uint64  `json:"waits"`
+	WaitSec         float64 `json:"wait_s"`
+	AcquireTimeouts uint64  `json:"acquire_timeouts"`
+	Dials           uint64  `json:"dials"`
+	DialErrors      uint64  `json:"dial_errors"`
+	Resets          uint64  `json:"resets"`
+	Broken          uint64  `json:"broken"`
+}
+
+// FrontStats mirrors proxy.Stats (client sessions).
+type FrontStats struct {
+	Sessions     int    `json:"sessions"`
+	Accepted     uint64 `json:"accepted"`
+	Rejected     uint64 `json:"rejected"`
+	AuthFailures uint64 `json:"auth_failures"`
+	Statements   uint64 `json:"statements"`
+	Errors       uint64 `json:"errors"`
+	Pins         uint64 `json:"pins"`
+}
+
+// WriteFiles writes results.json and summary.md into dir, creating it,
+// and returns their paths.
+func (r *Report) WriteFiles(dir string) (resultsPath, summaryPath string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("bench: output dir: %w", err)
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", "", fmt.Errorf("bench: results: %w", err)
+	}
+	resultsPath = filepath.Join(dir, ResultsFile)
+	if err := os.WriteFile(resultsPath, append(js, '\n'), 0o644); err != nil {
+		return "", "", fmt.Errorf("bench: %w", err)
+	}
+	var md bytes.Buffer
+	if err := r.WriteMarkdown(&md); err != nil {
+		return "", "", err
+	}
+	summaryPath = filepath.Join(dir, SummaryFile)
+	if err := os.WriteFile(summaryPath, md.Bytes(), 0o644); err != nil {
+		return "", "", fmt.Errorf("bench: %w", err)
+	}
+	return resultsPath, summaryPath, nil
+}
+
+// ReadReport loads a results.json.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// comparisonHeader and comparisonRows are the before/after table shared by
+// the terminal and markdown renderings.
+var comparisonHeader = []string{"step", "target", "TPS", "p95 ms", "p99 ms", "errors", "server conns max"}
+
+// tableMetrics are the comparison table's metric columns, in order.
+var tableMetrics = []string{MetricTPS, MetricP95, MetricP99, MetricErrors, MetricServerConn}
+
+func comparisonRows(comps []Comparison) [][]string {
+	var rows [][]string
+	for _, c := range comps {
+		direct := []string{c.Step, c.Direct}
+		proxy := []string{"", c.Proxy}
+		ratio := []string{"", c.Proxy + "/" + c.Direct}
+		for _, name := range tableMetrics {
+			m, ok := c.Metric(name)
+			if !ok {
+				direct, proxy, ratio = append(direct, "-"), append(proxy, "-"), append(ratio, "")
+				continue
+			}
+			direct = append(direct, formatValue(name, m.Direct))
+			proxy = append(proxy, formatValue(name, m.Proxy))
+			ratio = append(ratio, FormatRatio(m))
+		}
+		rows = append(rows, direct, proxy, ratio)
+	}
+	return rows
+}
+
+// formatValue prints a metric value with the precision it deserves.
+func formatValue(name string, v float64) string {
+	switch name {
+	case MetricErrors, MetricServerConn, MetricThreadsNew:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case MetricTPS, MetricQPS, MetricClientCPU:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case MetricSuccess:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+	return formatMillis(v)
+}
+
+// formatMillis keeps three significant digits for small latencies.
+func formatMillis(ms float64) string {
+	switch {
+	case ms < 10:
+		return strconv.FormatFloat(ms, 'f', 2, 64)
+	case ms < 100:
+		return strconv.FormatFloat(ms, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(ms, 'f', 0, 64)
+}
+
+// FormatRatio prints a metric's ratio as "0.84x (-16%)", "=" when both
+// sides are equal, and "n/a" when direct was 0.
+func FormatRatio(m Metric) string {
+	switch {
+	case m.Ratio == nil:
+		return "n/a"
+	case *m.Ratio == 1:
+		return "="
+	}
+	return fmt.Sprintf("%.2fx (%+.0f%%)", *m.Ratio, *m.ChangePct)
+}
+
+// RenderTable writes the before/after table for a terminal.
+func RenderTable(w io.Writer, comps []Comparison) error {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAlignmentConfig(labelsLeft(len(comparisonHeader))),
+		tablewriter.WithHeaderAlignmentConfig(labelsLeft(len(comparisonHeader))),
+	)
+	return renderRows(t, comparisonHeader, comparisonRows(comps))
+}
+
+// renderMarkdownTable writes rows as a GitHub markdown table.
+func renderMarkdownTable(w io.Writer, header []string, rows [][]string) error {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewMarkdown()),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAlignmentConfig(labelsLeft(len(header))),
+		tablewriter.WithHeaderAlignmentConfig(labelsLeft(len(header))),
+	)
+	return renderRows(t, header, rows)
+}
+
+// labelsLeft aligns the first two columns (step, target) left and the
+// figures right.
+func labelsLeft(cols int) tw.CellAlignment {
+	a := make([]tw.Align, cols)
+	for i := range a {
+		a[i] = tw.AlignRight
+	}
+	a[0], a[1] = tw.AlignLeft, tw.AlignLeft
+	return tw.CellAlignment{Global: tw.AlignRight, PerColumn: a}
+}
+
+func renderRows(t *tablewriter.Table, header []string, rows [][]string) error {
+	t.Header(header)
+	if err := t.Bulk(rows); err != nil {
+		return fmt.Errorf("bench: table: %w", err)
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("bench: table: %w", err)
+	}
+	return nil
+}
+
+// WriteMarkdown writes summary.md.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b bytes.Buffer
+	title := r.Title
+	if title == "" {
+		title = "tpbench"
+	}
+	e := r.Environment
+	fmt.Fprintf(&b, "# %s: direct vs tpproxy\n\n", title)
+	fmt.Fprintf(&b, "- started %s, took %s\n", r.Started.Format(time.RFC3339), r.Finished.Sub(r.Started).Round(time.Second))
+	fmt.Fprintf(&b, "- host: %s/%s, %d CPUs, %s\n", e.OS, e.Arch, e.CPUs, e.GoVersion)
+	server := e.ServerVersion
+	if e.Sandbox {
+		server += " (private sandbox)"
+	}
+	fmt.Fprintf(&b, "- server: %s\n", server)
+	fmt.Fprintf(&b, "- schema: %d sysbench tables × %d rows; each run %s warmup + %s measured\n",
+		e.Tables, e.TableSize, secs(e.WarmupSec), secs(e.DurationSec))
+	if e.PoolSize > 0 {
+		fmt.Fprintf(&b, "- tpproxy: in-process, %d backend connections\n", e.PoolSize)
+	}
+
+	b.WriteString("\n## Before/after\n\n")
+	if err := renderMarkdownTable(&b, comparisonHeader, comparisonRows(r.Comparisons)); err != nil {
+		return err
+	}
+	if len(r.Comparisons) > 0 {
+		b.WriteString("\n")
+		for _, c := range r.Comparisons {
+			fmt.Fprintf(&b, "- %s\n", verdict(c))
+		}
+	}
+
+	b.WriteString("\n## All runs\n\n")
+	if err := renderMarkdownTable(&b, stepHeader, stepRows(r.Steps)); err != nil {
+		return err
+	}
+	if errs := errorLines(r.Steps); len(errs) > 0 {
+		b.WriteString("\nErrors:\n\n")
+		for _, l := range errs {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+
+	if p := r.Proxy; p != nil {
+		b.WriteString("\n## tpproxy\n\n")
+		fmt.Fprintf(&b, "- pool: size %d, open %d, %d acquires, %d waited (%.1f s in total), %d acquire timeouts, %d dials (%d failed), %d resets, %d broken\n",
+			p.Pool.Size, p.Pool.Open, p.Pool.Acquires, p.Pool.Waits, p.Pool.WaitSec, p.Pool.AcquireTimeouts,
+			p.Pool.Dials, p.Pool.DialErrors, p.Pool.Resets, p.Pool.Broken)
+		fmt.Fprintf(&b, "- front end: %d sessions accepted (%d rejected, %d auth failures), %d statements, %d answered with ERR, %d pins\n",
+			p.Front.Accepted, p.Front.Rejected, p.Front.AuthFailures, p.Front.Statements, p.Front.Errors, p.Front.Pins)
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// verdict is one sentence on a comparison.
+func verdict(c Comparison) string {
+	parts := []string{}
+	for _, name := range []string{MetricTPS, MetricP99} {
+		if m, ok := c.Metric(name); ok {
+			parts = append(parts, fmt.Sprintf("%s %s → %s (%s)", metricTitle(name), formatValue(name, m.Direct), formatValue(name, m.Proxy), FormatRatio(m)))
+		}
+	}
+	if m, ok := c.Metric(MetricServerConn); ok {
+		parts = append(parts, fmt.Sprintf("server connections %s → %s", formatValue(m.Name, m.Direct), formatValue(m.Name, m.Proxy)))
+	}
+	if m, ok := c.Metric(MetricErrors); ok && (m.Direct != 0 || m.Proxy != 0) {
+		parts = append(parts, fmt.Sprintf("errors %s → %s", formatValue(m.Name, m.Direct), formatValue(m.Name, m.Proxy)))
+	}
+	return fmt.Sprintf("**%s** (%s → %s): %s", c.Step, c.Direct, c.Proxy, strings.Join(parts, ", "))
+}
+
+func metricTitle(name string) string {
+	switch name {
+	case MetricTPS:
+		return "TPS"
+	case MetricP99:
+		return "p99 ms"
+	}
+	return name
+}
+
+var stepHeader = []string{"step", "target", "tx", "TPS", "QPS", "p50", "p95", "p99", "p99.9", "max ms",
+	"errors", "retried", "reconn", "client CPU %", "host CPU %", "server conns base/max", "threads created"}
+
+func stepRows(steps []StepResult) [][]string {
+	rows := make([][]string, 0, len(steps))
+	for _, s := range steps {
+		host, server, created := "-", "-", "-"
+		if s.Host != nil {
+			host = strconv.FormatFloat(s.Host.CPUBusyPct, 'f', 0, 64)
+		}
+		if s.Server != nil {
+			server = fmt.Sprintf("%d/%d", s.Server.ThreadsConnectedBase, s.Server.ThreadsConnectedMax)
+			created = strconv.FormatInt(s.Server.ThreadsCreated, 10)
+		}
+		l := s.Latency
+		rows = append(rows, []string{
+			s.Label(), s.Target, strconv.FormatUint(s.Transactions, 10),
+			formatValue(MetricTPS, s.TPS), formatValue(MetricQPS, s.QPS),
+			formatMillis(l.P50), formatMillis(l.P95), formatMillis(l.P99), formatMillis(l.P999), formatMillis(l.Max),
+			strconv.FormatUint(s.ErrorTotal, 10), strconv.FormatUint(s.Deadlocks+s.LockWaitTimeouts, 10),
+			strconv.FormatUint(s.Reconnects, 10),
+			strconv.FormatFloat(s.ClientCPU.Pct, 'f', 0, 64), host, server, created,
+		})
+	}
+	return rows
+}
+
+// errorLines lists each run's errors with their names.
+func errorLines(steps []StepResult) []string {
+	var out []string
+	for _, s := range steps {
+		if s.ErrorTotal == 0 {
+			continue
+		}
+		var parts []string
+		for _, k := range s.ErrorKeys() {
+			p := fmt.Sprintf("%s×%d", k, s.Errors[k])
+			if n := ErrorName(k); n != "" {
+				p += " (" + n + ")"
+			}
+			parts = append(parts, p)
+		}
+		out = append(out, fmt.Sprintf("%s on %s: %s", s.Label(), s.Target, strings.Join(parts, ", ")))
+	}
+	return out
+}
+
+func secs(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(100 * time.Millisecond).String()
+}

@@ -30,12 +30,13 @@ type DemoStep struct {
 
 // DefaultDemoSteps are the steps of `tpbench demo`: point selects and
 // read/write transactions with a few clients, where a proxy can only cost,
-// and read/write with 300 clients, where a small backend pool should win.
+// and read/write with 1,000 clients, which the proxy serves on its 16
+// backend connections instead of 1,000 server threads.
 func DefaultDemoSteps() []DemoStep {
 	return []DemoStep{
 		{Workload: "oltp_point_select", Threads: 8},
 		{Workload: "oltp_read_write", Threads: 8},
-		{Workload: "oltp_read_write", Threads: 300},
+		{Workload: "oltp_read_write", Threads: 1000},
 	}
 }
 

@@ -29,7 +29,7 @@ func newDemoCmd(a *app) *cobra.Command {
 		Long: `Start a private sandbox server and tpproxy (in-process) in front of it, load
 the sysbench tables, and run each step directly and through the proxy:
 oltp_point_select with 8 clients, oltp_read_write with 8, and oltp_read_write
-with 300. Prints a before/after table and writes results.json and summary.md
+with 1000. Prints a before/after table and writes results.json and summary.md
 to --out. The sandbox is stopped and removed at the end unless --keep.
 
 With --dsn the demo uses that server instead (its database gets tables

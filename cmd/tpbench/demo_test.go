@@ -41,10 +41,10 @@ func TestDemo(t *testing.T) {
 				i+1, s.Workload, s.Target, s.Threads, wantTarget, s.TPS, s.Errors, s.Server)
 		}
 	}
-	if len(rep.Comparisons) != 3 || rep.Comparisons[2].Step != "oltp_read_write/300" {
+	if len(rep.Comparisons) != 3 || rep.Comparisons[2].Step != "oltp_read_write/1000" {
 		t.Errorf("comparisons %+v", rep.Comparisons)
 	}
-	if rep.Proxy == nil || rep.Proxy.Pool.Size != 16 || rep.Proxy.Front.Accepted < 8+8+300 {
+	if rep.Proxy == nil || rep.Proxy.Pool.Size != 16 || rep.Proxy.Front.Accepted < 8+8+1000 {
 		t.Errorf("proxy stats %+v", rep.Proxy)
 	}
 	if _, err := os.Stat(filepath.Join(dir, bench.SummaryFile)); err != nil {

@@ -78,15 +78,6 @@ func (s *State) Equal(o *State) bool {
 		slices.Equal(s.Vars, o.Vars)
 }
 
-// CopyFrom makes s equal to o without sharing memory with it.
-func (s *State) CopyFrom(o *State) {
-	s.Schema = o.Schema
-	s.Vars = append(s.Vars[:0], o.Vars...)
-	s.MultiStatementsOff = o.MultiStatementsOff
-	s.FoundRows = o.FoundRows
-	s.sum = o.sum
-}
-
 // SetSchema records a new default schema.
 func (s *State) SetSchema(name string) {
 	if s.Schema != name {

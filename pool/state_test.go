@@ -52,9 +52,9 @@ func TestStateSumTracksChanges(t *testing.T) {
 	if v, ok := b.Var("time_zone"); !ok || v != "+01:00" {
 		t.Fatalf("names are not folded to lower case: %q %v", v, ok)
 	}
-	a.CopyFrom(&b)
+	a.SetVar("time_zone", "+01:00")
 	if !a.Equal(&b) {
-		t.Fatal("CopyFrom does not make states equal")
+		t.Fatal("the same changes give different states")
 	}
 	a.SetMultiStatements(false)
 	if a.Equal(&b) || a.Sum() == b.Sum() {

@@ -49,7 +49,13 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info sq
 	wasPinned := s.pinned != nil
 	c, err := s.backend(ctx)
 	if err == nil {
-		err = s.prepare(ctx, c, &info)
+		if err = s.prepare(ctx, c, &info); err != nil {
+			if c == s.pinned && c.Broken() {
+				s.loseBackend()
+			} else {
+				s.releaseIfUnpinned(c)
+			}
+		}
 	}
 	if err != nil {
 		s.srv.stats.errors.Add(1)
@@ -83,6 +89,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info sq
 	if res.charsetOnly {
 		s.learnCollation(ctx, c)
 	}
+	// p is intact: the disconnect watcher never moves buffered bytes.
 	s.afterStatement(ctx, c, p[1:], &res, &info)
 	switch {
 	case res.clientErr != nil:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -195,10 +194,4 @@ func (s *Session) kill(ctx context.Context, id uint32, query bool) (quit bool, e
 		t.closeConn()
 	}
 	return false, s.writeOK()
-}
-
-// isTimeout reports a deadline error.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -181,17 +181,13 @@ func (r *Reader) grow(n int) {
 }
 
 // Fill blocks until at least one more byte is buffered without consuming
-// anything. It lets a watcher notice that the peer went away while the
-// owner of the reader is busy elsewhere; the owner must not use the reader
-// until Fill has returned.
+// anything or moving what is buffered, so slices handed out by the last
+// read stay valid. It lets a watcher notice that the peer went away while
+// the owner of the reader is busy elsewhere; the owner must not use the
+// reader until Fill has returned.
 func (r *Reader) Fill() error {
 	if r.w == len(r.buf) {
-		if r.r == 0 {
-			return nil // buffer full: the peer is clearly alive
-		}
-		copy(r.buf, r.buf[r.r:r.w])
-		r.w -= r.r
-		r.r = 0
+		return nil // no room without moving data; the peer is clearly talking
 	}
 	m, err := r.rd.Read(r.buf[r.w:])
 	r.w += m

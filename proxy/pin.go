@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"math/bits"
 	"strings"
 
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
@@ -57,6 +58,10 @@ func PinReasons() []string { return pinNames[:] }
 func (r pinReason) String() string {
 	if r == 0 {
 		return ""
+	}
+	if r&(r-1) == 0 {
+		// One reason (the usual case: a transaction) costs no allocation.
+		return pinNames[bits.TrailingZeros32(uint32(r))]
 	}
 	var b strings.Builder
 	for i := range pinNames {

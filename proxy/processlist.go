@@ -59,6 +59,7 @@ func (s *Session) info() SessionInfo {
 // publish mirrors the session goroutine's view for Sessions.
 func (s *Session) publish() {
 	s.mu.Lock()
+	s.pubPins = s.pins
 	s.pub.User = s.user
 	s.pub.Schema = s.state.Schema
 	s.pub.Pinned = s.pinned != nil

@@ -68,6 +68,7 @@ type Session struct {
 	killed    bool          // KILL CONNECTION: end after the current statement
 	gone      bool          // the watcher saw the client disconnect
 	pub       SessionInfo   // published view of the goroutine-owned fields
+	pubPins   pinReason     // the pins pub shows
 }
 
 func newSession(srv *Server, nc net.Conn) *Session {
@@ -132,7 +133,7 @@ func (s *Session) run(ctx context.Context) {
 		}
 		s.w.Release()
 		s.r.Shrink()
-		if s.pinned != nil || s.pub.Pinned || s.pub.Schema != s.state.Schema || s.pub.User != s.user {
+		if s.pubPins != s.pins || s.pub.Pinned != (s.pinned != nil) || s.pub.Schema != s.state.Schema || s.pub.User != s.user {
 			s.publish()
 		}
 		if quit || err != nil {

@@ -20,5 +20,6 @@ done <<'TARGETS'
 ./internal/mysqlwire FuzzReader
 ./proxy FuzzParseHandshakeResponse
 ./proxy FuzzParseChangeUser
+./pool FuzzParseGreeting
 TARGETS
 echo "all tests passed"

@@ -91,3 +91,19 @@ func BenchmarkWriteOK(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWritePacket measures forwarding a client command to a backend.
+func BenchmarkWritePacket(b *testing.B) {
+	w := NewWriterSize(io.Discard, 64<<10)
+	cmd := append([]byte{3}, "SELECT c FROM sbtest1 WHERE id=4242"...)
+	b.ReportAllocs()
+	for b.Loop() {
+		w.SetSeq(0)
+		if err := w.WritePacket(cmd); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -117,18 +117,18 @@ func (w *Writer) WriteRaw(p []byte) error {
 func (w *Writer) WritePacket(payload []byte) error {
 	for {
 		n := min(len(payload), MaxPayload)
-		var h [HeaderSize]byte
-		h[0], h[1], h[2], h[3] = byte(n), byte(n>>8), byte(n>>16), w.seq
-		w.seq++
 		fits, err := w.room(HeaderSize + n)
 		if err != nil {
 			return err
 		}
+		// The header always goes through the buffer (a local array passed
+		// to the stream would escape to the heap on every packet).
+		w.buf = append(w.buf, byte(n), byte(n>>8), byte(n>>16), w.seq)
+		w.seq++
 		if fits {
-			w.buf = append(w.buf, h[:]...)
 			w.buf = append(w.buf, payload[:n]...)
 		} else {
-			if _, err := w.wr.Write(h[:]); err != nil {
+			if err := w.Flush(); err != nil {
 				return err
 			}
 			if _, err := w.wr.Write(payload[:n]); err != nil {

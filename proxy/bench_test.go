@@ -1,0 +1,161 @@
+package proxy_test
+
+import (
+	"bytes"
+	"net"
+	"testing"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/proxytest"
+)
+
+// rawClient is a minimal allocation-free MySQL client, so that allocations
+// a benchmark reports are the proxy's.
+type rawClient struct {
+	nc net.Conn
+	r  *mysqlwire.Reader
+	w  *mysqlwire.Writer
+}
+
+func dialRaw(tb testing.TB, addr, db string) *rawClient {
+	tb.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = nc.Close() })
+	c := &rawClient{nc: nc, r: mysqlwire.NewReader(nc, make([]byte, 64<<10), nil), w: mysqlwire.NewWriterSize(nc, 64<<10)}
+	greet, err := c.r.ReadPacket()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// protocol version, server version NUL, thread id, salt 1, filler,
+	// caps, charset, status, caps, length, reserved, salt 2.
+	i := bytes.IndexByte(greet[1:], 0) + 2 + 4
+	salt := append([]byte(nil), greet[i:i+8]...)
+	salt = append(salt, greet[i+8+1+2+1+2+2+1+10:][:12]...)
+	const caps = 0x00000200 | 0x00008000 | 0x00080000 | 0x00000008 | 0x00020000 // 4.1, secure, plugin auth, with db, multi results
+	c.w.SetSeq(c.r.Seq())
+	c.w.Begin()
+	c.w.AppendUint32(caps)
+	c.w.AppendUint32(1 << 24)
+	c.w.AppendByte(45)
+	c.w.AppendBytes(make([]byte, 23))
+	c.w.AppendString(proxytest.User)
+	c.w.AppendByte(0)
+	scramble := gomysql.CalcNativePassword(salt, []byte(proxytest.Password))
+	c.w.AppendByte(byte(len(scramble)))
+	c.w.AppendBytes(scramble)
+	c.w.AppendString(db)
+	c.w.AppendByte(0)
+	c.w.AppendString("mysql_native_password")
+	c.w.AppendByte(0)
+	if err := c.w.End(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	c.r.SetSeq(c.w.Seq())
+	ok, err := c.r.ReadPacket()
+	if err != nil || !mysqlwire.IsOK(ok) {
+		tb.Fatalf("login: %q %v", ok, err)
+	}
+	return c
+}
+
+// query sends a COM_QUERY and reads its (single) response, returning the
+// number of rows.
+func (c *rawClient) query(tb testing.TB, q []byte) int {
+	c.w.SetSeq(0)
+	c.w.Begin()
+	c.w.AppendByte(0x03)
+	c.w.AppendBytes(q)
+	if err := c.w.End(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	c.r.SetSeq(1)
+	p, err := c.r.ReadPacket()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	switch {
+	case mysqlwire.IsOK(p):
+		return 0
+	case mysqlwire.IsERR(p):
+		tb.Fatal(mysqlwire.ParseERR(p))
+	}
+	eofs, rows := 0, 0
+	for eofs < 2 {
+		p, err := c.r.ReadPacket()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		switch {
+		case mysqlwire.IsEOF(p):
+			eofs++
+		case mysqlwire.IsERR(p):
+			tb.Fatal(mysqlwire.ParseERR(p))
+		case eofs == 1:
+			rows++
+		}
+	}
+	return rows
+}
+
+// BenchmarkPointSelectThroughProxy measures a primary-key SELECT through
+// the proxy from one client: ns/op is a full round trip over loopback to
+// MariaDB, allocs/op is what the proxy allocates per statement.
+func BenchmarkPointSelectThroughProxy(b *testing.B) {
+	px := env.StartProxy(b)
+	setup := dialRaw(b, px.Addr, proxytest.DB)
+	setup.query(b, []byte("CREATE TABLE IF NOT EXISTS bench_ps (id INT PRIMARY KEY, c CHAR(120))"))
+	setup.query(b, []byte("REPLACE INTO bench_ps VALUES (1, REPEAT('x', 120))"))
+	c := dialRaw(b, px.Addr, proxytest.DB)
+	q := []byte("SELECT c FROM bench_ps WHERE id=1")
+	if c.query(b, q) != 1 {
+		b.Fatal("no row")
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		c.query(b, q)
+	}
+}
+
+// BenchmarkTransactionThroughProxy measures BEGIN, an UPDATE, a SELECT and
+// COMMIT: pinning, status tracking and release per transaction.
+func BenchmarkTransactionThroughProxy(b *testing.B) {
+	px := env.StartProxy(b)
+	c := dialRaw(b, px.Addr, proxytest.DB)
+	c.query(b, []byte("CREATE TABLE IF NOT EXISTS bench_tx (id INT PRIMARY KEY, n INT)"))
+	c.query(b, []byte("REPLACE INTO bench_tx VALUES (1, 0)"))
+	stmts := [][]byte{[]byte("BEGIN"), []byte("UPDATE bench_tx SET n = n + 1 WHERE id = 1"),
+		[]byte("SELECT n FROM bench_tx WHERE id = 1"), []byte("COMMIT")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, q := range stmts {
+			c.query(b, q)
+		}
+	}
+}
+
+// BenchmarkPointSelectDirect is BenchmarkPointSelectThroughProxy without
+// the proxy: the difference is the proxy's cost per round trip.
+func BenchmarkPointSelectDirect(b *testing.B) {
+	c := dialRaw(b, env.Server.Addr, proxytest.DB)
+	c.query(b, []byte("CREATE TABLE IF NOT EXISTS bench_ps (id INT PRIMARY KEY, c CHAR(120))"))
+	c.query(b, []byte("REPLACE INTO bench_ps VALUES (1, REPEAT('x', 120))"))
+	q := []byte("SELECT c FROM bench_ps WHERE id=1")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		c.query(b, q)
+	}
+}

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -83,13 +85,9 @@ func (cs *charsets) load(ctx context.Context, p *pool.Pool) {
 	def := make(map[string]string, 64)
 	err = c.Query(ctx, "SELECT ID, COLLATION_NAME, CHARACTER_SET_NAME, IS_DEFAULT FROM information_schema.COLLATIONS",
 		func(row []byte) error {
-			var f [4][]byte
-			for i := range f {
-				v, n, err := mysqlwire.LenEncString(row)
-				if err != nil {
-					return err
-				}
-				f[i], row = v, row[n:]
+			f, err := mysqlwire.RowValues(nil, row)
+			if err != nil || len(f) != 4 {
+				return fmt.Errorf("collation row: %w", errors.Join(err, mysqlwire.ErrMalformed))
 			}
 			id, err := strconv.ParseUint(string(f[0]), 10, 16)
 			if err != nil {

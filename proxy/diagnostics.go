@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
@@ -55,13 +56,9 @@ func (s *Session) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result
 	}
 	s.warningCount = res.warnings
 	err := c.Query(ctx, "SHOW WARNINGS", func(row []byte) error {
-		var f [3][]byte
-		for i := range f {
-			v, n, err := mysqlwire.LenEncString(row)
-			if err != nil {
-				return err
-			}
-			f[i], row = v, row[n:]
+		f, err := mysqlwire.RowValues(nil, row)
+		if err != nil || len(f) != 3 {
+			return errors.Join(err, mysqlwire.ErrMalformed)
 		}
 		code, _ := strconv.ParseUint(string(f[1]), 10, 16)
 		s.diag = append(s.diag, diagnostic{level: string(f[0]), code: uint16(code), message: string(f[2])})

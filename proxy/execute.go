@@ -273,14 +273,11 @@ func (s *Session) explainStateChange(ctx context.Context, c *pool.Conn, q []byte
 	}
 	var values []string
 	err := c.Query(ctx, b.String(), func(row []byte) error {
-		for range missing {
-			v, n, err := mysqlwire.LenEncString(row)
-			if err != nil {
-				return err
-			}
-			values, row = append(values, string(v)), row[n:]
+		f, err := mysqlwire.RowValues(nil, row)
+		for _, v := range f {
+			values = append(values, string(v))
 		}
-		return nil
+		return err
 	})
 	if err != nil || len(values) != len(missing) {
 		return false

@@ -256,3 +256,16 @@ func NullTerminated(p []byte) (s []byte, rest []byte, err error) {
 	}
 	return nil, nil, ErrMalformed
 }
+
+// RowValues splits a text-protocol row into its values, appended to dst; a
+// NULL is a nil slice. The values point into row.
+func RowValues(dst [][]byte, row []byte) ([][]byte, error) {
+	for len(row) > 0 {
+		v, n, err := LenEncString(row)
+		if err != nil {
+			return dst, err
+		}
+		dst, row = append(dst, v), row[n:]
+	}
+	return dst, nil
+}

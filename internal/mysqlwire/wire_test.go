@@ -274,3 +274,14 @@ func TestLenEnc(t *testing.T) {
 		t.Fatal("string longer than its packet accepted")
 	}
 }
+
+func TestRowValues(t *testing.T) {
+	row := []byte{1, 'a', 0xfb, 0, 3, 'x', 'y', 'z'}
+	got, err := RowValues(nil, row)
+	if err != nil || len(got) != 4 || string(got[0]) != "a" || got[1] != nil || got[2] == nil || len(got[2]) != 0 || string(got[3]) != "xyz" {
+		t.Fatalf("RowValues = %q, %v", got, err)
+	}
+	if _, err := RowValues(nil, []byte{5, 'a'}); err == nil {
+		t.Fatal("truncated value accepted")
+	}
+}

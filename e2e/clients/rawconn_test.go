@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
 // This file is a deliberately small MySQL client that exposes what the
@@ -289,7 +291,7 @@ func (c *rawConn) login(o rawOptions) error {
 	resp = append(resp, o.User...)
 	resp = append(resp, 0)
 	auth := scramble(plugin, o.Password, c.greeting.Salt)
-	resp = appendLenEnc(resp, uint64(len(auth)))
+	resp = mysqlwire.AppendLenEncInt(resp, uint64(len(auth)))
 	resp = append(resp, auth...)
 	if o.DB != "" {
 		resp = append(resp, o.DB...)
@@ -462,47 +464,6 @@ func encryptPassword(password string, salt, pemKey []byte) ([]byte, error) {
 	return rsa.EncryptOAEP(sha1.New(), rand.Reader, rk, plain, nil)
 }
 
-func appendLenEnc(b []byte, v uint64) []byte {
-	switch {
-	case v < 251:
-		return append(b, byte(v))
-	case v < 1<<16:
-		return append(b, 0xfc, byte(v), byte(v>>8))
-	case v < 1<<24:
-		return append(b, 0xfd, byte(v), byte(v>>8), byte(v>>16))
-	}
-	return binary.LittleEndian.AppendUint64(append(b, 0xfe), v)
-}
-
-// readLenEnc decodes a length-encoded integer; n is 0 on error.
-func readLenEnc(p []byte) (v uint64, null bool, n int) {
-	if len(p) == 0 {
-		return 0, false, 0
-	}
-	switch p[0] {
-	case 0xfb:
-		return 0, true, 1
-	case 0xfc:
-		if len(p) < 3 {
-			return 0, false, 0
-		}
-		return uint64(binary.LittleEndian.Uint16(p[1:])), false, 3
-	case 0xfd:
-		if len(p) < 4 {
-			return 0, false, 0
-		}
-		return uint64(p[1]) | uint64(p[2])<<8 | uint64(p[3])<<16, false, 4
-	case 0xfe:
-		if len(p) < 9 {
-			return 0, false, 0
-		}
-		return binary.LittleEndian.Uint64(p[1:]), false, 9
-	case 0xff:
-		return 0, false, 0
-	}
-	return uint64(p[0]), false, 1
-}
-
 // readPhysical reads one physical packet; the sequence id is checked.
 func (c *rawConn) readPhysical() ([]byte, error) {
 	_ = c.nc.SetReadDeadline(time.Now().Add(c.timeout))
@@ -600,7 +561,7 @@ func parseColumn(p []byte) (rawColumn, error) {
 	var col rawColumn
 	var f [6]string
 	for i := range f {
-		n, _, k := readLenEnc(p)
+		n, _, k := mysqlwire.LenEncInt(p)
 		if k == 0 || uint64(len(p)-k) < n {
 			return col, errors.New("bad column definition")
 		}
@@ -626,9 +587,9 @@ func parseOK(p []byte) rawResult {
 	var r rawResult
 	p = p[1:]
 	var n int
-	r.Affected, _, n = readLenEnc(p)
+	r.Affected, _, n = mysqlwire.LenEncInt(p)
 	p = p[n:]
-	r.InsertID, _, n = readLenEnc(p)
+	r.InsertID, _, n = mysqlwire.LenEncInt(p)
 	p = p[n:]
 	if len(p) >= 4 {
 		r.Status = binary.LittleEndian.Uint16(p)
@@ -676,7 +637,7 @@ func (c *rawConn) readResult() (rawResult, error) {
 	case p[0] == 0xfb:
 		return rawResult{}, fmt.Errorf("LOCAL INFILE request for %q", p[1:])
 	}
-	n, _, k := readLenEnc(p)
+	n, _, k := mysqlwire.LenEncInt(p)
 	if k != len(p) {
 		return rawResult{}, fmt.Errorf("bad column count packet %x", p[:min(len(p), 16)])
 	}
@@ -714,7 +675,7 @@ func (c *rawConn) readResult() (rawResult, error) {
 		}
 		row := make([]*string, 0, n)
 		for range n {
-			l, null, k := readLenEnc(p)
+			l, null, k := mysqlwire.LenEncInt(p)
 			if k == 0 || uint64(len(p)-k) < l {
 				return r, errors.New("bad row")
 			}

@@ -26,8 +26,6 @@ const (
 	capPluginAuth       uint32 = 0x00080000
 	capConnectAttrs     uint32 = 0x00100000
 	capPluginAuthLenenc uint32 = 0x00200000
-	capSessionTrack     uint32 = 0x00800000
-	capDeprecateEOF     uint32 = 0x01000000
 )
 
 // errBadHandshake is wrapped by parse errors of handshake-phase packets.

@@ -184,14 +184,14 @@ func (s *Session) kill(ctx context.Context, id uint32, query bool) (quit bool, e
 	}
 	t.mu.Lock()
 	if !query {
+		// Close the client side first: the interrupted statement's error
+		// must not reach a client whose connection was killed.
 		t.killed = true
+		t.closeConn()
 	}
 	if t.cur != nil {
 		t.killLocked(true)
 	}
 	t.mu.Unlock()
-	if !query {
-		t.closeConn()
-	}
 	return false, s.writeOK()
 }

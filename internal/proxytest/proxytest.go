@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,15 +176,18 @@ func (p *Proxy) Close() {
 }
 
 // DSN is a go-sql-driver DSN through the proxy for app/secret on the test
-// database; interpolateParams=true until server-side prepared statements
-// are supported.
+// database. It sets interpolateParams=true (text protocol) unless params
+// name interpolateParams themselves.
 func (p *Proxy) DSN(params ...string) string {
 	return p.DSNFor(User, Password, DB, params...)
 }
 
 // DSNFor is a DSN through the proxy for any user and schema.
 func (p *Proxy) DSNFor(user, password, db string, params ...string) string {
-	q := append([]string{"interpolateParams=true"}, params...)
+	q := params
+	if !slices.ContainsFunc(params, func(p string) bool { return strings.HasPrefix(p, "interpolateParams=") }) {
+		q = append([]string{"interpolateParams=true"}, params...)
+	}
 	return fmt.Sprintf("%s:%s@tcp(%s)/%s?%s", user, password, p.Addr, db, strings.Join(q, "&"))
 }
 

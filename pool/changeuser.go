@@ -76,6 +76,7 @@ func (c *Conn) clearSchema(ctx context.Context) error {
 	}
 	c.dirty = false
 	c.diagOwner = 0
+	c.clearPrepared()
 	c.state.Schema = ""
 	c.state.sum = 0
 	if _, err := c.Exec(ctx, c.p.initSQL()); err != nil {

@@ -45,6 +45,11 @@ type Config struct {
 	// TLS and TLSMode configure TLS to the backend.
 	TLS     *tls.Config
 	TLSMode TLSMode
+	// MaxPreparedPerConn caps the statements prepared on one backend
+	// connection; the least recently used is closed to make room. 0
+	// (default) derives it from the server: half its
+	// max_prepared_stmt_count shared by Size connections, at most 1024.
+	MaxPreparedPerConn int
 	// LocalInfile lets backend connections accept LOAD DATA LOCAL requests.
 	LocalInfile bool
 	// Logger receives pool events. Default slog.Default().
@@ -87,6 +92,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxLifetime < 0 {
 		return fmt.Errorf("%w: max_lifetime %s", ErrBadConfig, c.MaxLifetime)
+	}
+	if c.MaxPreparedPerConn < 0 {
+		return fmt.Errorf("%w: max_prepared_per_connection %d", ErrBadConfig, c.MaxPreparedPerConn)
 	}
 	if c.Collation == "" {
 		c.Collation = d.Collation

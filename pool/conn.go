@@ -73,6 +73,10 @@ type Conn struct {
 	// broken: the protocol state is unknown; the connection is closed on
 	// Release instead of reused.
 	broken bool
+
+	// stmts are the statements prepared on this connection.
+	stmts stmtList
+	live  liveness
 }
 
 // ThreadID is the server's connection id of this connection (what KILL takes).
@@ -116,8 +120,12 @@ func (c *Conn) MarkBroken() { c.broken = true }
 func (c *Conn) Broken() bool { return c.broken }
 
 // StartCommand prepares the connection for a new command: sequence ids
-// restart at 0 on both directions.
+// restart at 0 on both directions. Statements waiting to be closed are
+// closed first, in the same write.
 func (c *Conn) StartCommand() {
+	if len(c.stmts.closing) > 0 {
+		c.writeCloses()
+	}
 	c.w.SetSeq(0)
 	c.r.SetSeq(0)
 }
@@ -215,6 +223,7 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 		lastUsed: now,
 	}
 	c.state.FoundRows = foundRows
+	c.live.init(nc)
 	if sniff != nil {
 		c.greeting, _ = parseGreeting(sniff.head)
 	}
@@ -226,6 +235,7 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 		return nil, fmt.Errorf("initialise session: %w", err)
 	}
 	c.state.Vars = CharsetVars(CharsetOf(cfg.Collation), cfg.Collation)
+	p.learnPreparedLimit(ctx, c)
 	_ = nc.SetDeadline(time.Time{})
 	return c, nil
 }
@@ -272,6 +282,7 @@ func (s *sniffConn) serverLacksTLS() bool {
 }
 
 func (c *Conn) close() {
+	c.clearPrepared()
 	_ = c.nc.Close()
 }
 
@@ -408,6 +419,7 @@ func (c *Conn) reset(ctx context.Context) error {
 	}
 	c.dirty = false
 	c.diagOwner = 0
+	c.clearPrepared()
 	if _, err = c.Exec(ctx, c.p.initSQL()); err != nil {
 		return err
 	}

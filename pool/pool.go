@@ -42,6 +42,9 @@ type Pool struct {
 	version     string
 
 	tlsUnsupported atomic.Bool
+	// autoPrepared is the automatic per-connection cap of prepared
+	// statements, learnt from the server (0: not yet).
+	autoPrepared atomic.Int64
 
 	fill chan struct{} // wakes the filler
 	done chan struct{}
@@ -176,13 +179,26 @@ func (p *Pool) ServerVersion() string {
 func (p *Pool) Acquire(ctx context.Context, want *State) (*Conn, error) {
 	p.stats.acquires.Add(1)
 	p.mu.Lock()
-	if p.closed {
+	for {
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		c := p.takeIdle(want)
+		if c == nil {
+			break
+		}
 		p.mu.Unlock()
-		return nil, ErrClosed
-	}
-	if c := p.takeIdle(want); c != nil {
-		p.mu.Unlock()
-		return p.fit(ctx, c, want)
+		if c.alive() {
+			return p.fit(ctx, c, want)
+		}
+		// The server closed it while it was idle: replace it and try the
+		// next one, so the caller never sends a statement into a dead socket.
+		p.stats.healthFailures.Add(1)
+		p.cfg.Logger.Info("idle backend connection was closed by the server; replacing it", "thread_id", c.threadID)
+		c.broken = true
+		p.discard(c)
+		p.mu.Lock()
 	}
 	if p.open == 0 && p.dialing == 0 && p.lastDialErr != nil {
 		err := p.lastDialErr

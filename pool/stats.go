@@ -21,6 +21,9 @@ type counters struct {
 	healthChecks   atomic.Uint64
 	healthFailures atomic.Uint64
 	kills          atomic.Uint64
+	prepares       atomic.Uint64
+	evictions      atomic.Uint64
+	preparedOpen   atomic.Int64
 }
 
 // Stats is a snapshot of a pool, the list database/sql's DBStats keeps plus
@@ -47,6 +50,11 @@ type Stats struct {
 	HealthChecks    uint64
 	HealthFailures  uint64
 	Kills           uint64 // KILL statements sent on the control connection
+
+	PreparedOpen      int64  // statements prepared on backend connections now
+	PreparedLimit     int    // per-connection cap of prepared statements
+	Prepares          uint64 // COM_STMT_PREPAREs sent to the backend
+	PreparedEvictions uint64 // statements closed to stay within PreparedLimit
 }
 
 // Stats returns a snapshot of the pool.
@@ -75,5 +83,9 @@ func (p *Pool) Stats() Stats {
 	s.HealthChecks = p.stats.healthChecks.Load()
 	s.HealthFailures = p.stats.healthFailures.Load()
 	s.Kills = p.stats.kills.Load()
+	s.PreparedOpen = p.stats.preparedOpen.Load()
+	s.PreparedLimit = p.preparedLimit()
+	s.Prepares = p.stats.prepares.Load()
+	s.PreparedEvictions = p.stats.evictions.Load()
 	return s
 }

@@ -62,7 +62,7 @@ func (s *Session) dispatch(ctx context.Context, p []byte) (quit bool, err error)
 	case comInitDB:
 		return false, s.initDB(ctx, string(p[1:]))
 	case comFieldList, comStatistics, comRefresh, comProcessInfo, comDebug:
-		return false, s.execute(ctx, p, modeOf(p[0]), sqlscan.Info{})
+		return false, s.execute(ctx, p, modeOf(p[0]), &sqlscan.Info{}, nil)
 	case comSetOption:
 		return false, s.setOption(p)
 	case comResetConnection:
@@ -75,11 +75,19 @@ func (s *Session) dispatch(ctx context.Context, p []byte) (quit bool, err error)
 			return false, s.writeErr(&mysqlwire.Error{Code: erUnknownCom, State: "08S01", Message: "Malformed COM_PROCESS_KILL"})
 		}
 		return s.kill(ctx, binary.LittleEndian.Uint32(p[1:]), false)
-	case comStmtPrepare, comStmtExecute, comStmtReset, comStmtFetch:
-		return false, s.writeErr(&mysqlwire.Error{Code: erUnsupportedPS, State: "HY000",
-			Message: "tpproxy: server-side prepared statements are not supported yet; use client-side parameter interpolation"})
-	case comStmtSendLongData, comStmtClose:
-		// The client expects no answer to these.
+	case comStmtPrepare:
+		return false, s.stmtPrepare(ctx, p)
+	case comStmtExecute:
+		return false, s.stmtExecute(ctx, p)
+	case comStmtFetch:
+		return false, s.stmtFetch(ctx, p)
+	case comStmtReset:
+		return false, s.stmtReset(p)
+	case comStmtClose:
+		s.stmtClose(p) // no answer
+		return false, nil
+	case comStmtSendLongData:
+		s.stmtSendLongData(p) // no answer
 		return false, nil
 	case comBinlogDump, comBinlogDumpGTID, comRegisterSlave, comTableDump:
 		return false, s.writeErr(&mysqlwire.Error{Code: erNotSupportedYet, State: "42000",

@@ -32,52 +32,41 @@ func (s *Session) query(ctx context.Context, p []byte) error {
 		s.srv.stats.errors.Add(1)
 		return s.w.WriteERR(errLoadLocalDisabled)
 	}
-	return s.execute(ctx, p, modeResult, info)
+	return s.execute(ctx, p, modeResult, &info, nil)
 }
 
 // execute runs one command on a backend connection and relays the answer:
 // admission, a backend in the session's state, forward, relay, and the
-// bookkeeping that decides whether the session stays pinned.
-func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info sqlscan.Info) error {
+// bookkeeping that decides whether the session stays pinned. run is set
+// for COM_STMT_EXECUTE, whose statement is info's.
+func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *sqlscan.Info, run *stmtRun) error {
 	slot, err := s.srv.sched.Admit(ctx, scheduler.Task{ConnID: s.id, Pinned: s.pinned != nil})
 	if err != nil {
 		s.srv.stats.errors.Add(1)
 		return s.writeErr(err)
 	}
 	defer s.srv.sched.Release(slot)
-
-	wasPinned := s.pinned != nil
-	c, err := s.backend(ctx)
-	if err == nil {
-		if err = s.prepare(ctx, c, &info); err != nil {
-			if c == s.pinned && c.Broken() {
-				s.loseBackend()
-			} else {
-				s.releaseIfUnpinned(c)
-			}
-		}
-	}
-	if err != nil {
-		s.srv.stats.errors.Add(1)
-		if werr := s.writeErr(err); werr != nil {
-			return werr
-		}
-		if wasPinned && s.pinned == nil {
-			return errSessionLost
-		}
-		return nil
+	c, err := s.acquire(ctx, info)
+	if c == nil {
+		return err
 	}
 
 	s.beginExec(c)
-	c.StartCommand()
-	err = c.Writer().WritePacket(p)
-	if err == nil {
-		err = c.Flush()
-	}
 	res := result{scoped: info.Flags&(sqlscan.FlagSetStatement|sqlscan.FlagStatementTimeout) != 0}
 	s.tracked = s.tracked[:0]
-	if err == nil {
-		err = s.relay(c, mode, &res)
+	q := p[1:]
+	if run != nil {
+		q = run.cs.e.sql
+		err = s.sendStmt(ctx, c, p, run, &res)
+	} else {
+		c.StartCommand()
+		err = c.Writer().WritePacket(p)
+		if err == nil {
+			err = c.Flush()
+		}
+		if err == nil {
+			err = s.relay(c, mode, &res)
+		}
 	}
 	ended := s.endExec()
 	if err != nil {
@@ -89,8 +78,11 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info sq
 	if res.charsetOnly {
 		s.learnCollation(ctx, c)
 	}
+	if run != nil {
+		s.afterStmt(c, run, &res)
+	}
 	// p is intact: the disconnect watcher never moves buffered bytes.
-	s.afterStatement(ctx, c, p[1:], &res, &info)
+	s.afterStatement(ctx, c, q, &res, info)
 	switch {
 	case res.clientErr != nil:
 		return res.clientErr
@@ -98,6 +90,34 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info sq
 		return errKilled
 	}
 	return nil
+}
+
+// acquire returns the backend connection for the session's next statement,
+// ready for it. When there is none, the client has been told why and c is
+// nil; err is then non-nil only if the session must end.
+func (s *Session) acquire(ctx context.Context, info *sqlscan.Info) (c *pool.Conn, err error) {
+	wasPinned := s.pinned != nil
+	c, err = s.backend(ctx)
+	if err == nil {
+		if err = s.prepare(ctx, c, info); err != nil {
+			if c == s.pinned && c.Broken() {
+				s.loseBackend()
+			} else {
+				s.releaseIfUnpinned(c)
+			}
+		}
+	}
+	if err == nil {
+		return c, nil
+	}
+	s.srv.stats.errors.Add(1)
+	if werr := s.writeErr(err); werr != nil {
+		return nil, werr
+	}
+	if wasPinned && s.pinned == nil {
+		return nil, errSessionLost
+	}
+	return nil, nil
 }
 
 // prepare gets a connection ready for statements that read what the
@@ -208,6 +228,11 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	}
 	if info.Flags&sqlscan.FlagSetTransaction != 0 {
 		pins |= pinNextTransaction
+	}
+	if s.cursors > 0 {
+		pins |= pinCursor
+	} else {
+		pins &^= pinCursor
 	}
 
 	switch {

@@ -16,6 +16,7 @@ const (
 	pinTransaction   pinReason = 1 << iota // SERVER_STATUS_IN_TRANS
 	pinAutocommitOff                       // autocommit=0: every statement opens a transaction
 	pinLockTables                          // LOCK TABLES / FTWRL until UNLOCK TABLES
+	pinCursor                              // a prepared statement's cursor is open
 
 	// Sticky pins: the connection holds state tpproxy cannot replay. They
 	// last until COM_RESET_CONNECTION, COM_CHANGE_USER or disconnect, and
@@ -45,7 +46,7 @@ const (
 )
 
 var pinNames = [...]string{
-	"transaction", "autocommit_off", "lock_tables",
+	"transaction", "autocommit_off", "lock_tables", "cursor",
 	"user_variable", "temporary_table", "get_lock", "sql_prepare", "state_change",
 	"last_insert_id_expr", "unreplayable_variable", "handler", "sequence", "xa",
 	"found_rows", "next_transaction",

@@ -21,6 +21,10 @@ const (
 	modeFieldList
 	// modeStatistics: one string packet (COM_STATISTICS).
 	modeStatistics
+	// modeExecute: like modeResult with binary rows (COM_STMT_EXECUTE); a
+	// cursor ends the response after the column definitions, and an error
+	// asking to prepare the statement again is kept from the client.
+	modeExecute
 )
 
 // errProtocol marks a response that does not follow the protocol; the
@@ -47,6 +51,13 @@ type result struct {
 	// scoped: SET STATEMENT ... FOR, NOWAIT or WAIT n; the variables the
 	// server reports hold for that statement only and are not recorded.
 	scoped bool
+
+	// cursor: the server opened a cursor; rows come with COM_STMT_FETCH.
+	cursor bool
+	// reprepare: the server could not execute the statement until it is
+	// prepared again (1615), or no longer knows it (1243); nothing was
+	// relayed.
+	reprepare bool
 
 	sent      int   // packets relayed to the client
 	clientErr error // writing to the client failed; the response was drained
@@ -87,6 +98,11 @@ func (s *Session) relay(c *pool.Conn, mode relayMode, res *result) error {
 		case p[0] == mysqlwire.ERRHeader:
 			res.err = mysqlwire.ParseERR(p)
 			res.hasStatus = false
+			if mode == modeExecute && res.sent == 0 && res.clientErr == nil &&
+				(res.err.Code == erNeedReprepare || res.err.Code == erUnknownStmtHandler) {
+				res.reprepare = true
+				return nil
+			}
 			s.toClient(c, raw, res)
 			return nil
 		case mysqlwire.IsEOF(p):
@@ -127,6 +143,11 @@ func (s *Session) relay(c *pool.Conn, mode relayMode, res *result) error {
 				return fmt.Errorf("%w: no EOF after column definitions", errProtocol)
 			}
 			s.relayEOF(c, raw, res)
+			if mode == modeExecute && res.status&mysqlwire.StatusCursorExists != 0 {
+				res.cursor = true
+				res.resultSet = true
+				return nil
+			}
 			if err := s.relayRows(c, res, false); err != nil {
 				return err
 			}

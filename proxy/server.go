@@ -45,6 +45,10 @@ type Config struct {
 	Users []User
 	// TLS, when set, lets clients switch to TLS.
 	TLS *tls.Config
+	// StatementCacheSize is how many prepared statements that no session
+	// holds any more stay cached for the next PREPARE of the same text.
+	// Statements sessions hold are always cached. Default 4096.
+	StatementCacheSize int
 	// Logger receives session events. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -62,6 +66,9 @@ func (c *Config) validate() error {
 	case pluginNative, pluginCachingSHA2:
 	default:
 		return fmt.Errorf("proxy: unsupported auth plugin %q", c.AuthPlugin)
+	}
+	if c.StatementCacheSize <= 0 {
+		c.StatementCacheSize = defaultStatementCache
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -104,6 +111,8 @@ type Server struct {
 	wg    sync.WaitGroup
 	stats serverCounters
 
+	stmtCache *stmtCache
+
 	stopReaper context.CancelFunc
 }
 
@@ -120,6 +129,7 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 		bufs:     mysqlwire.NewBufferPool(clientBufSize),
 		sessions: make(map[uint32]*Session),
 	}
+	srv.stmtCache = newStmtCache(cfg.StatementCacheSize)
 	srv.chars.init(p.Config().Collation)
 	srv.maxPacket.Store(int64(cfg.MaxAllowedPacket))
 	if cfg.MaxAllowedPacket == 0 {
@@ -293,6 +303,8 @@ type serverCounters struct {
 	statements   atomic.Uint64
 	errors       atomic.Uint64
 	pins         atomic.Uint64
+	clientStmts  atomic.Int64
+	reprepares   atomic.Uint64
 }
 
 // Stats is a snapshot of the front end.
@@ -305,6 +317,10 @@ type Stats struct {
 	Statements   uint64
 	Errors       uint64 // statements answered with ERR
 	Pins         uint64 // times a session got pinned
+
+	ClientStatements int64  // prepared statements sessions hold open
+	CachedStatements int    // distinct statements in the statement cache
+	Reprepares       uint64 // executes retried after the server asked to prepare again
 }
 
 // Stats returns a snapshot of the front end.
@@ -323,5 +339,8 @@ func (srv *Server) Stats() Stats {
 	st.Statements = srv.stats.statements.Load()
 	st.Errors = srv.stats.errors.Load()
 	st.Pins = srv.stats.pins.Load()
+	st.ClientStatements = srv.stats.clientStmts.Load()
+	st.CachedStatements = srv.stmtCache.len()
+	st.Reprepares = srv.stats.reprepares.Load()
 	return st
 }

@@ -54,6 +54,13 @@ type Session struct {
 	// collationID is the collation the client asked for at login.
 	collationID uint16
 
+	// stmts are the session's prepared statements by client id (nil
+	// until the first PREPARE: idle sessions stay small); cursors counts
+	// those with an open cursor.
+	stmts      map[uint32]*clientStmt
+	lastStmtID uint32
+	cursors    int
+
 	// pinnedNow mirrors pinned != nil for Stats.
 	pinnedNow atomic.Bool
 
@@ -157,6 +164,7 @@ func (s *Session) logEnd(err error) {
 // teardown returns the session's backend connection (reset first when it
 // holds the session's state) and closes the client connection.
 func (s *Session) teardown() {
+	s.dropStmts()
 	if s.pinned != nil {
 		s.pinned.MarkDirty() // whatever pinned it must not reach the next user
 		s.srv.pool.Release(s.pinned)
@@ -284,6 +292,7 @@ func (s *Session) setPinned(c *pool.Conn, pins pinReason) {
 // unpinForReset gives back a pinned connection after a reset of the
 // session (COM_RESET_CONNECTION, COM_CHANGE_USER); the pool resets it.
 func (s *Session) unpinForReset() {
+	s.dropStmts()
 	if s.pinned != nil {
 		s.pinned.MarkDirty()
 		s.srv.pool.Release(s.pinned)

@@ -66,19 +66,20 @@ func poolConfig(cfg *config.Config, log *slog.Logger) (pool.Config, error) {
 		mode = pool.TLSRequired
 	}
 	return pool.Config{
-		Addr:           b.Addr,
-		User:           b.User,
-		Password:       b.Password,
-		Size:           b.PoolSize,
-		AcquireTimeout: b.AcquireTimeout,
-		ConnectTimeout: b.ConnectTimeout,
-		HealthInterval: b.HealthInterval,
-		MaxLifetime:    b.MaxLifetime,
-		Collation:      b.Collation,
-		TLS:            tlsConf,
-		TLSMode:        mode,
-		LocalInfile:    cfg.LoadDataLocal,
-		Logger:         log.With("component", "pool"),
+		Addr:               b.Addr,
+		User:               b.User,
+		Password:           b.Password,
+		Size:               b.PoolSize,
+		AcquireTimeout:     b.AcquireTimeout,
+		ConnectTimeout:     b.ConnectTimeout,
+		HealthInterval:     b.HealthInterval,
+		MaxLifetime:        b.MaxLifetime,
+		Collation:          b.Collation,
+		MaxPreparedPerConn: b.MaxPreparedPerConnection,
+		TLS:                tlsConf,
+		TLSMode:            mode,
+		LocalInfile:        cfg.LoadDataLocal,
+		Logger:             log.With("component", "pool"),
 	}, nil
 }
 

@@ -114,6 +114,11 @@ type Backend struct {
 	MaxLifetime time.Duration `mapstructure:"max_lifetime"`
 	// Collation is set on every backend connection, e.g. utf8mb4_general_ci.
 	Collation string `mapstructure:"collation"`
+	// MaxPreparedPerConnection caps the statements prepared on one backend
+	// connection (least recently used closed first). 0 = automatic: half
+	// the server's max_prepared_stmt_count shared by pool_size connections,
+	// at most 1024.
+	MaxPreparedPerConnection int `mapstructure:"max_prepared_per_connection"`
 	// TLS configures TLS towards the backend.
 	TLS BackendTLS `mapstructure:"tls"`
 }

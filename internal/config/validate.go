@@ -125,6 +125,9 @@ func (v *validator) backend(b *Backend) {
 	if b.MaxLifetime < 0 {
 		v.addf("backend.max_lifetime", "must be 0 (unlimited) or greater, got %s", b.MaxLifetime)
 	}
+	if b.MaxPreparedPerConnection < 0 {
+		v.addf("backend.max_prepared_per_connection", "must be 0 (automatic) or greater, got %d", b.MaxPreparedPerConnection)
+	}
 	if !isCollationName(b.Collation) {
 		v.addf("backend.collation", "%q is not a collation name (e.g. utf8mb4_general_ci)", b.Collation)
 	}

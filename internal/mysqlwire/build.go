@@ -1,12 +1,5 @@
 package mysqlwire
 
-// Column types used by packets the proxy builds itself.
-const (
-	TypeLong      = 0x03
-	TypeLongLong  = 0x08
-	TypeVarString = 0xfd
-)
-
 // Column flags used by packets the proxy builds itself.
 const (
 	FlagNotNull  uint16 = 0x0001

@@ -70,3 +70,23 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseExecute checks the COM_STMT_EXECUTE parser, which reads what
+// clients send, on arbitrary packets and parameter counts.
+func FuzzParseExecute(f *testing.F) {
+	f.Add([]byte{0x17, 7, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 8, 0, 1, 0, 0, 0, 0, 0, 0, 0}, uint8(1), []byte(nil), []byte(nil))
+	f.Add([]byte{0x17, 7, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 3, 'a', 'b', 'c'}, uint8(1), []byte{0xfd, 0}, []byte(nil))
+	f.Add([]byte{0x17, 7, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 4, 1, 2, 3, 4}, uint8(2), []byte{0x0c, 0, 0xfc, 0}, []byte{1})
+	f.Fuzz(func(t *testing.T, p []byte, n uint8, bound, long []byte) {
+		e, err := ParseExecute(p, int(n), bound, long)
+		if err != nil {
+			return
+		}
+		if e.TypesAt > len(p) || e.TypesAt+len(e.Types) > len(p) {
+			t.Fatalf("offsets beyond the packet: %+v len %d", e, len(p))
+		}
+		if e.NewBound && len(e.Types) != 2*int(n) {
+			t.Fatalf("types %d bytes for %d params", len(e.Types), n)
+		}
+	})
+}

@@ -142,6 +142,49 @@ func (w *Writer) WritePacket(payload []byte) error {
 	}
 }
 
+// WritePacketParts writes one logical packet whose payload is a, b and c
+// concatenated, splitting it at 16 MiB like WritePacket, without first
+// copying the parts together.
+func (w *Writer) WritePacketParts(a, b, c []byte) error {
+	total := len(a) + len(b) + len(c)
+	for {
+		n := min(total, MaxPayload)
+		fits, err := w.room(HeaderSize + n)
+		if err != nil {
+			return err
+		}
+		w.buf = append(w.buf, byte(n), byte(n>>8), byte(n>>16), w.seq)
+		w.seq++
+		if !fits {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+		for left := n; left > 0; {
+			part := &a
+			switch {
+			case len(a) > 0:
+			case len(b) > 0:
+				part = &b
+			default:
+				part = &c
+			}
+			k := min(left, len(*part))
+			if fits {
+				w.buf = append(w.buf, (*part)[:k]...)
+			} else if _, err := w.wr.Write((*part)[:k]); err != nil {
+				return err
+			}
+			*part = (*part)[k:]
+			left -= k
+		}
+		total -= n
+		if n < MaxPayload {
+			return nil
+		}
+	}
+}
+
 // Begin starts a packet built in place with the Append methods.
 func (w *Writer) Begin() {
 	w.acquire()

@@ -1,0 +1,494 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/scheduler"
+)
+
+// Server-side prepared statements (DESIGN.md §5).
+//
+// A client statement id is the session's own. It refers to a cachedStmt
+// shared by every session that prepared the same text in the same user,
+// schema and settings; each backend connection prepares that statement
+// the first time it has to execute it and keeps its own id for it, so the
+// server holds one copy per backend connection, not one per client.
+// Parameter types and long data are kept per client statement and sent
+// with every execute, because the backend statement serves many clients.
+// A cursor is the exception: its backend statement is detached for the
+// session, which stays pinned until the cursor is closed.
+
+// maxClientStatements is how many statements one session may hold open,
+// the server's default max_prepared_stmt_count.
+const maxClientStatements = 16382
+
+// Server error codes of the prepared-statement protocol.
+const (
+	erWrongArguments       = 1210
+	erUnknownStmtHandler   = 1243
+	erNoOpenCursor         = 1421
+	erMaxPreparedStmtCount = 1461
+	erNeedReprepare        = 1615
+)
+
+// clientStmt is a statement a session prepared.
+type clientStmt struct {
+	e *cachedStmt
+	// types are the parameter types bound by the last execute that sent
+	// them; clients send them once.
+	types []byte
+	// long holds COM_STMT_SEND_LONG_DATA chunks per parameter, longMap
+	// marks the parameters that have some, until the next execute.
+	long    [][]byte
+	longMap []byte
+	longLen int
+	longErr *mysqlwire.Error // a bad SEND_LONG_DATA, reported by the next execute
+	// cursor is the backend statement holding this statement's open
+	// cursor on the session's pinned connection.
+	cursor     uint32
+	cursorOpen bool
+}
+
+func (cs *clientStmt) clearLong() {
+	cs.long, cs.longMap, cs.longLen, cs.longErr = nil, nil, 0, nil
+}
+
+// stmtRun is a COM_STMT_EXECUTE on its way to a backend.
+type stmtRun struct {
+	cs *clientStmt
+	ex mysqlwire.Execute
+}
+
+func stmtErr(code uint16, format string, args ...any) *mysqlwire.Error {
+	return mysqlwire.NewError(code, "HY000", format, args...)
+}
+
+// clientStmt returns the session's statement for a packet's id, or the
+// ERR the server gives for an unknown one.
+func (s *Session) clientStmt(p []byte, command string) (*clientStmt, *mysqlwire.Error) {
+	id, ok := mysqlwire.StmtID(p)
+	if !ok {
+		return nil, stmtErr(erWrongArguments, "Incorrect arguments to %s", command)
+	}
+	if cs := s.stmts[id]; cs != nil {
+		return cs, nil
+	}
+	return nil, stmtErr(erUnknownStmtHandler, "Unknown prepared statement handler (%d) given to %s", id, command)
+}
+
+// stmtPrepare serves COM_STMT_PREPARE: from the cache when the same
+// statement is known, else on a backend connection, which keeps it.
+func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
+	sql := p[1:]
+	if len(s.stmts) >= maxClientStatements {
+		s.srv.stats.errors.Add(1)
+		return s.w.WriteERR(mysqlwire.NewError(erMaxPreparedStmtCount, "42000",
+			"Can't create more than max_prepared_stmt_count statements (current value: %d)", maxClientStatements))
+	}
+	if info := sqlscan.Scan(sql); info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0 {
+		// The server would take the client's connection id for one of
+		// its own threads.
+		s.srv.stats.errors.Add(1)
+		return s.w.WriteERR(mysqlwire.NewError(erUnsupportedPS, "HY000",
+			"This command is not supported in the prepared statement protocol yet (tpproxy: run KILL as a plain query)"))
+	}
+	key := stmtKey{user: s.user, schema: s.state.Schema, sum: s.state.Sum()}
+	if e, defs := s.srv.stmtCache.lookup(sql, &key); e != nil {
+		return s.writePrepareOK(s.addStmt(e), e, defs, 0)
+	}
+
+	slot, err := s.srv.sched.Admit(ctx, scheduler.Task{ConnID: s.id, Pinned: s.pinned != nil})
+	if err != nil {
+		s.srv.stats.errors.Add(1)
+		return s.writeErr(err)
+	}
+	defer s.srv.sched.Release(slot)
+	c, err := s.acquire(ctx, &sqlscan.Info{})
+	if c == nil {
+		return err
+	}
+	e := &cachedStmt{
+		id:  s.srv.stmtCache.nextID.Add(1),
+		sql: slices.Clone(sql),
+		key: key,
+		state: pool.State{Schema: s.state.Schema, Vars: slices.Clone(s.state.Vars),
+			MultiStatementsOff: s.state.MultiStatementsOff, FoundRows: s.state.FoundRows},
+	}
+	e.info = sqlscan.Scan(e.sql)
+	ok, defs, err := c.Prepare(ctx, e.id, e.sql, true)
+	var me *mysqlwire.Error
+	switch {
+	case errors.As(err, &me):
+		// The server refused the statement: its error, as it sent it.
+		res := result{err: me}
+		s.noteDiagnostics(ctx, c, &res, &sqlscan.Info{}, s.pinned != nil)
+		s.releaseIfUnpinned(c)
+		s.srv.stats.errors.Add(1)
+		return s.w.WriteERR(me)
+	case err != nil:
+		return s.backendFailed(c, &result{}, err)
+	}
+	e.params, e.columns, e.defs = ok.Params, ok.Columns, defs
+	if got := s.srv.stmtCache.insert(e); got != e {
+		// Another session prepared the same statement meanwhile.
+		c.ForgetPrepared(e.id)
+		e = got
+	}
+	res := result{warnings: ok.Warnings}
+	s.noteDiagnostics(ctx, c, &res, &sqlscan.Info{}, s.pinned != nil)
+	s.releaseIfUnpinned(c)
+	return s.writePrepareOK(s.addStmt(e), e, defs, ok.Warnings)
+}
+
+// addStmt gives the session a new statement id for e (referenced by the
+// caller).
+func (s *Session) addStmt(e *cachedStmt) uint32 {
+	if s.stmts == nil {
+		s.stmts = make(map[uint32]*clientStmt)
+	}
+	for {
+		s.lastStmtID++
+		if _, used := s.stmts[s.lastStmtID]; !used && s.lastStmtID != 0 {
+			break
+		}
+	}
+	s.stmts[s.lastStmtID] = &clientStmt{e: e}
+	s.srv.stats.clientStmts.Add(1)
+	return s.lastStmtID
+}
+
+// writePrepareOK answers COM_STMT_PREPARE with the session's statement id.
+func (s *Session) writePrepareOK(id uint32, e *cachedStmt, defs [][]byte, warnings uint16) error {
+	w := s.w
+	w.Begin()
+	w.AppendByte(mysqlwire.OKHeader)
+	w.AppendUint32(id)
+	w.AppendUint16(e.columns)
+	w.AppendUint16(e.params)
+	w.AppendByte(0)
+	w.AppendUint16(warnings)
+	if err := w.End(); err != nil {
+		return err
+	}
+	for _, n := range [2]int{int(e.params), int(e.columns)} {
+		if n == 0 {
+			continue
+		}
+		for _, d := range defs[:n] {
+			if err := w.WritePacket(d); err != nil {
+				return err
+			}
+		}
+		defs = defs[n:]
+		if err := w.WriteEOF(0, s.status()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stmtExecute serves COM_STMT_EXECUTE.
+func (s *Session) stmtExecute(ctx context.Context, p []byte) error {
+	cs, serr := s.clientStmt(p, "mysqld_stmt_execute")
+	if serr != nil {
+		s.srv.stats.errors.Add(1)
+		return s.w.WriteERR(serr)
+	}
+	if cs.longErr != nil {
+		serr = cs.longErr
+		cs.clearLong()
+		s.srv.stats.errors.Add(1)
+		return s.w.WriteERR(serr)
+	}
+	ex, err := mysqlwire.ParseExecute(p, int(cs.e.params), cs.types, cs.longMap)
+	if err != nil {
+		cs.clearLong()
+		s.srv.stats.errors.Add(1)
+		return s.w.WriteERR(stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_execute"))
+	}
+	if ex.NewBound {
+		cs.types = append(cs.types[:0], ex.Types...)
+	}
+	if cs.cursorOpen {
+		// Executing again closes the statement's cursor, as on the server.
+		s.closeCursor(cs)
+	}
+	run := stmtRun{cs: cs, ex: ex}
+	err = s.execute(ctx, p, modeExecute, &cs.e.info, &run)
+	cs.clearLong()
+	return err
+}
+
+// sendStmt runs a COM_STMT_EXECUTE on c: the statement is prepared there
+// first if c does not have it, long data is replayed, and the packet is
+// forwarded with c's statement id and the parameter types. When the server
+// answers that its statement must be prepared again, that is done once,
+// unseen by the client. A server error preparing it is the statement's
+// result. An error return means c broke.
+func (s *Session) sendStmt(ctx context.Context, c *pool.Conn, p []byte, run *stmtRun, res *result) error {
+	e, cs := run.cs.e, run.cs
+	for retried := false; ; retried = true {
+		id, ok := c.Prepared(e.id)
+		if !ok {
+			var err error
+			if id, err = s.prepareOn(ctx, c, e); err != nil {
+				var me *mysqlwire.Error
+				if !errors.As(err, &me) {
+					return err
+				}
+				res.err = me
+				if werr := s.w.WriteERR(me); werr != nil {
+					res.clientErr = werr
+				}
+				return nil
+			}
+		}
+		c.StartCommand()
+		bw := c.Writer()
+		if cs.longMap != nil {
+			var head [7]byte
+			head[0] = comStmtSendLongData
+			mysqlwire.PutStmtID(head[:], id)
+			for i, d := range cs.long {
+				if cs.longMap[i/8]&(1<<(i%8)) == 0 {
+					continue
+				}
+				head[5], head[6] = byte(i), byte(i>>8)
+				bw.SetSeq(0)
+				if err := bw.WritePacketParts(head[:], d, nil); err != nil {
+					c.MarkBroken()
+					return errors.Join(pool.ErrBroken, err)
+				}
+			}
+			bw.SetSeq(0)
+		}
+		mysqlwire.PutStmtID(p, id)
+		var err error
+		if run.ex.NewBound || e.params == 0 {
+			err = bw.WritePacket(p)
+		} else {
+			// Send the remembered types: this backend statement may never
+			// have seen them, or seen another client's.
+			at := run.ex.TypesAt
+			p[at-1] = 1
+			err = bw.WritePacketParts(p[:at], cs.types, p[at:])
+		}
+		if err != nil {
+			c.MarkBroken()
+			return errors.Join(pool.ErrBroken, err)
+		}
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		if err := s.relay(c, modeExecute, res); err != nil {
+			return err
+		}
+		if !res.reprepare {
+			return nil
+		}
+		c.ForgetPrepared(e.id)
+		s.srv.stats.reprepares.Add(1)
+		if retried {
+			// Twice in a row: give the client the server's answer.
+			res.err = stmtErr(erNeedReprepare, "Prepared statement needs to be re-prepared")
+			if werr := s.w.WriteERR(res.err); werr != nil {
+				res.clientErr = werr
+			}
+			return nil
+		}
+		*res = result{}
+	}
+}
+
+// prepareOn prepares e on c, in the schema and settings e was prepared in
+// when c's differ (a session that changed schema after PREPARE still runs
+// the statement it prepared), and returns c's statement id.
+func (s *Session) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (uint32, error) {
+	cur := c.State()
+	back := false
+	if !cur.Equal(&e.state) {
+		switch err := c.Sync(ctx, &e.state); {
+		case err == nil:
+			back = true
+		case errors.Is(err, pool.ErrNeedsFreshConn):
+			// No schema then, one now: names are qualified or fail either way.
+		default:
+			return 0, err
+		}
+	}
+	ok, defs, err := c.Prepare(ctx, e.id, e.sql, true)
+	if back && !c.Broken() {
+		if serr := c.Sync(ctx, &s.state); serr != nil {
+			// The session's state could not be restored on c: the
+			// statement must not run there. Let the pool reset c.
+			c.MarkDirty()
+			return 0, serr
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	if ok.Params != e.params {
+		// The text is the same, so this cannot change; if it does the
+		// statement is not what the client prepared.
+		c.ForgetPrepared(e.id)
+		return 0, stmtErr(erNeedReprepare, "Prepared statement needs to be re-prepared")
+	}
+	s.srv.stmtCache.refreshIfChanged(e, defs)
+	return ok.StmtID, nil
+}
+
+// afterStmt records what an execute left: an open cursor keeps its
+// backend statement for the session.
+func (s *Session) afterStmt(c *pool.Conn, run *stmtRun, res *result) {
+	if !res.cursor {
+		return
+	}
+	if id, ok := c.DetachPrepared(run.cs.e.id); ok {
+		run.cs.cursor, run.cs.cursorOpen = id, true
+		s.cursors++
+	}
+}
+
+// stmtFetch serves COM_STMT_FETCH on an open cursor.
+func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
+	cs, serr := s.clientStmt(p, "mysqld_stmt_fetch")
+	if serr == nil && (!cs.cursorOpen || s.pinned == nil) {
+		id, _ := mysqlwire.StmtID(p)
+		serr = stmtErr(erNoOpenCursor, "The statement (%d) has no open cursor.", id)
+	}
+	if serr == nil && len(p) < 9 {
+		serr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_fetch")
+	}
+	if serr != nil {
+		s.srv.stats.errors.Add(1)
+		return s.w.WriteERR(serr)
+	}
+	c := s.pinned
+	mysqlwire.PutStmtID(p, cs.cursor)
+	s.beginExec(c)
+	c.StartCommand()
+	err := c.Writer().WritePacket(p)
+	if err == nil {
+		err = c.Flush()
+	}
+	var res result
+	if err == nil {
+		err = s.relayRows(c, &res, false)
+	}
+	ended := s.endExec()
+	if err != nil {
+		return s.backendFailed(c, &res, err)
+	}
+	if res.err != nil {
+		s.srv.stats.errors.Add(1)
+	}
+	if res.hasStatus && res.status&mysqlwire.StatusLastRowSent != 0 {
+		s.closeCursor(cs) // the server closed it after the last row
+	}
+	switch {
+	case res.clientErr != nil:
+		return res.clientErr
+	case ended:
+		return errKilled
+	}
+	return nil
+}
+
+// closeCursor closes a statement's cursor: its backend statement is
+// closed, and the session lets its connection go when nothing else pins it.
+func (s *Session) closeCursor(cs *clientStmt) {
+	if !cs.cursorOpen {
+		return
+	}
+	cs.cursorOpen = false
+	s.cursors--
+	if s.pinned == nil {
+		return
+	}
+	s.pinned.ClosePrepared(cs.cursor)
+	if s.cursors == 0 {
+		s.setPinned(s.pinned, s.pins&^pinCursor)
+	}
+}
+
+// stmtReset serves COM_STMT_RESET: long data and any cursor are dropped.
+func (s *Session) stmtReset(p []byte) error {
+	cs, serr := s.clientStmt(p, "mysqld_stmt_reset")
+	if serr != nil {
+		s.srv.stats.errors.Add(1)
+		return s.w.WriteERR(serr)
+	}
+	cs.clearLong()
+	s.closeCursor(cs)
+	return s.writeOK()
+}
+
+// stmtClose serves COM_STMT_CLOSE, which has no answer.
+func (s *Session) stmtClose(p []byte) {
+	id, ok := mysqlwire.StmtID(p)
+	cs := s.stmts[id]
+	if !ok || cs == nil {
+		return
+	}
+	s.closeCursor(cs)
+	delete(s.stmts, id)
+	s.srv.stmtCache.release(cs.e)
+	s.srv.stats.clientStmts.Add(-1)
+}
+
+// stmtSendLongData serves COM_STMT_SEND_LONG_DATA, which has no answer:
+// the data is kept until the statement's next execute. Errors are
+// reported by that execute, as the server does.
+func (s *Session) stmtSendLongData(p []byte) {
+	id, ok := mysqlwire.StmtID(p)
+	cs := s.stmts[id]
+	if !ok || cs == nil || cs.longErr != nil {
+		return
+	}
+	if len(p) < 7 {
+		cs.longErr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_send_long_data")
+		return
+	}
+	param := int(p[5]) | int(p[6])<<8
+	data := p[7:]
+	switch {
+	case param >= int(cs.e.params):
+		cs.longErr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_send_long_data")
+	case int64(cs.longLen+len(data)) > s.srv.maxPacket.Load():
+		cs.long, cs.longMap, cs.longLen = nil, nil, 0
+		cs.longErr = mysqlwire.NewError(erNetPacketTooLarge, "HY000",
+			"Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_long_data_size' bytes")
+	}
+	if cs.longErr != nil {
+		return
+	}
+	if cs.longMap == nil {
+		cs.long = make([][]byte, cs.e.params)
+		cs.longMap = make([]byte, (int(cs.e.params)+7)/8)
+	}
+	cs.long[param] = append(cs.long[param], data...)
+	cs.longMap[param/8] |= 1 << (param % 8)
+	cs.longLen += len(data)
+}
+
+// dropStmts closes every statement of the session (reset, change user,
+// disconnect), as the server does.
+func (s *Session) dropStmts() {
+	for id, cs := range s.stmts {
+		if cs.cursorOpen && s.pinned != nil {
+			s.pinned.ClosePrepared(cs.cursor)
+		}
+		s.srv.stmtCache.release(cs.e)
+		s.srv.stats.clientStmts.Add(-1)
+		delete(s.stmts, id)
+	}
+	s.stmts = nil
+	s.cursors = 0
+	s.pins &^= pinCursor
+}

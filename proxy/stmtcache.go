@@ -1,0 +1,188 @@
+package proxy
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/pool"
+)
+
+// defaultStatementCache is how many prepared statements no session uses
+// any more the cache keeps for the next session that prepares them.
+const defaultStatementCache = 4096
+
+// stmtKey is what, besides the SQL text, makes two prepared statements the
+// same: who prepared it, in which schema, under which session settings
+// (sql_mode and the character set change how the text is parsed).
+type stmtKey struct {
+	user   string
+	schema string
+	sum    uint64
+}
+
+// cachedStmt is a prepared statement known to the proxy: its text, the
+// session state it was prepared in, and the metadata the server answered
+// COM_STMT_PREPARE with. Backend connections prepare it lazily and know it
+// by id.
+type cachedStmt struct {
+	id    uint64
+	sql   []byte
+	key   stmtKey
+	state pool.State // schema and settings it was prepared in
+	info  sqlscan.Info
+
+	params, columns uint16
+
+	// Guarded by stmtCache.mu.
+	defs       [][]byte // parameter then column definitions
+	refs       int      // client statements using it
+	prev, next *cachedStmt
+}
+
+// stmtCache is the process-wide statement cache. Entries in use by client
+// statements stay; unused ones are kept in LRU order up to a limit.
+type stmtCache struct {
+	nextID atomic.Uint64
+
+	// mu guards the fields below and the guarded fields of entries.
+	mu    sync.Mutex
+	bySQL map[string][]*cachedStmt
+	n     int
+	// unused entries, most recently released first.
+	head, tail *cachedStmt
+	unused     int
+	maxUnused  int
+}
+
+func newStmtCache(maxUnused int) *stmtCache {
+	return &stmtCache{bySQL: make(map[string][]*cachedStmt), maxUnused: maxUnused}
+}
+
+// lookup finds the statement and takes a reference on it. defs are its
+// definitions, which stay valid (they are replaced, never modified).
+func (sc *stmtCache) lookup(sql []byte, k *stmtKey) (e *cachedStmt, defs [][]byte) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for _, e := range sc.bySQL[string(sql)] {
+		if e.key == *k {
+			sc.ref(e)
+			return e, e.defs
+		}
+	}
+	return nil, nil
+}
+
+// insert adds e with one reference, unless an equal statement got in
+// first: then that one is referenced and returned.
+func (sc *stmtCache) insert(e *cachedStmt) *cachedStmt {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	list := sc.bySQL[string(e.sql)]
+	for _, o := range list {
+		if o.key == e.key {
+			sc.ref(o)
+			return o
+		}
+	}
+	e.refs = 1
+	sc.bySQL[string(e.sql)] = append(list, e)
+	sc.n++
+	return e
+}
+
+// ref takes a reference; mu is held.
+func (sc *stmtCache) ref(e *cachedStmt) {
+	if e.refs == 0 {
+		sc.unlink(e)
+		sc.unused--
+	}
+	e.refs++
+}
+
+// release drops a reference. An unused entry joins the LRU list, whose
+// oldest entries leave the cache.
+func (sc *stmtCache) release(e *cachedStmt) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	e.next = sc.head
+	if sc.head != nil {
+		sc.head.prev = e
+	} else {
+		sc.tail = e
+	}
+	sc.head = e
+	sc.unused++
+	for sc.unused > sc.maxUnused {
+		old := sc.tail
+		sc.unlink(old)
+		sc.unused--
+		sc.remove(old)
+	}
+}
+
+func (sc *stmtCache) unlink(e *cachedStmt) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		sc.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		sc.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (sc *stmtCache) remove(e *cachedStmt) {
+	k := string(e.sql)
+	list := sc.bySQL[k]
+	for i, o := range list {
+		if o == e {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(sc.bySQL, k)
+	} else {
+		sc.bySQL[k] = list
+	}
+	sc.n--
+}
+
+// len is the number of cached statements.
+func (sc *stmtCache) len() int {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.n
+}
+
+// refreshIfChanged records definitions a backend just answered when they
+// differ from the cached ones (the table changed since), so the next
+// PREPARE answered from the cache describes the statement as it is now.
+func (sc *stmtCache) refreshIfChanged(e *cachedStmt, defs [][]byte) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if !sameDefs(e.defs, defs) {
+		e.defs = defs
+	}
+}
+
+// sameDefs reports whether two definition lists are equal.
+func sameDefs(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}

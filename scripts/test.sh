@@ -18,6 +18,7 @@ done <<'TARGETS'
 ./internal/mysqlwire FuzzParseOK
 ./internal/mysqlwire FuzzParseERR
 ./internal/mysqlwire FuzzReader
+./internal/mysqlwire FuzzParseExecute
 ./proxy FuzzParseHandshakeResponse
 ./proxy FuzzParseChangeUser
 ./pool FuzzParseGreeting

@@ -159,3 +159,121 @@ func BenchmarkPointSelectDirect(b *testing.B) {
 		c.query(b, q)
 	}
 }
+
+// prepare sends COM_STMT_PREPARE and returns the statement id.
+func (c *rawClient) prepare(tb testing.TB, q []byte) uint32 {
+	c.w.SetSeq(0)
+	c.w.Begin()
+	c.w.AppendByte(0x16)
+	c.w.AppendBytes(q)
+	if err := c.w.End(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	c.r.SetSeq(1)
+	p, err := c.r.ReadPacket()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ok, err := mysqlwire.ParseStmtPrepareOK(p)
+	if err != nil {
+		tb.Fatalf("prepare: %v %v", mysqlwire.ParseERR(p), err)
+	}
+	for _, n := range []uint16{ok.Params, ok.Columns} {
+		for i := 0; n > 0 && i <= int(n); i++ {
+			if _, err := c.r.ReadPacket(); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	return ok.StmtID
+}
+
+// executeInt runs a one-parameter statement with an INT argument, sending
+// the parameter type only when bind is set (as libmysqlclient and sysbench
+// do after the first execute), and returns the number of rows.
+func (c *rawClient) executeInt(tb testing.TB, id uint32, bind bool, v int32) int {
+	c.w.SetSeq(0)
+	c.w.Begin()
+	c.w.AppendByte(0x17)
+	c.w.AppendUint32(id)
+	c.w.AppendByte(0)
+	c.w.AppendUint32(1)
+	c.w.AppendByte(0) // NULL bitmap
+	if bind {
+		c.w.AppendByte(1)
+		c.w.AppendUint16(mysqlwire.TypeLong)
+	} else {
+		c.w.AppendByte(0)
+	}
+	c.w.AppendUint32(uint32(v))
+	if err := c.w.End(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	c.r.SetSeq(1)
+	return c.readResult(tb)
+}
+
+// readResult reads an OK or one result set.
+func (c *rawClient) readResult(tb testing.TB) int {
+	p, err := c.r.ReadPacket()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	switch {
+	case mysqlwire.IsOK(p):
+		return 0
+	case mysqlwire.IsERR(p):
+		tb.Fatal(mysqlwire.ParseERR(p))
+	}
+	eofs, rows := 0, 0
+	for eofs < 2 {
+		p, err := c.r.ReadPacket()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		switch {
+		case mysqlwire.IsEOF(p):
+			eofs++
+		case mysqlwire.IsERR(p):
+			tb.Fatal(mysqlwire.ParseERR(p))
+		case eofs == 1:
+			rows++
+		}
+	}
+	return rows
+}
+
+// benchPrepared runs sysbench's point select as a prepared statement:
+// types bound on the first execute only.
+func benchPrepared(b *testing.B, addr string) {
+	setup := dialRaw(b, addr, proxytest.DB)
+	setup.query(b, []byte("CREATE TABLE IF NOT EXISTS bench_ps (id INT PRIMARY KEY, c CHAR(120))"))
+	setup.query(b, []byte("REPLACE INTO bench_ps VALUES (1, REPEAT('x', 120))"))
+	c := dialRaw(b, addr, proxytest.DB)
+	id := c.prepare(b, []byte("SELECT c FROM bench_ps WHERE id=?"))
+	if c.executeInt(b, id, true, 1) != 1 {
+		b.Fatal("no row")
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		c.executeInt(b, id, false, 1)
+	}
+}
+
+// BenchmarkPreparedPointSelectThroughProxy measures COM_STMT_EXECUTE
+// through the proxy: id rewrite, type replay and binary relay.
+func BenchmarkPreparedPointSelectThroughProxy(b *testing.B) {
+	benchPrepared(b, env.StartProxy(b).Addr)
+}
+
+// BenchmarkPreparedPointSelectDirect is the same without the proxy.
+func BenchmarkPreparedPointSelectDirect(b *testing.B) {
+	benchPrepared(b, env.Server.Addr)
+}

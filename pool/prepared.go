@@ -89,11 +89,10 @@ func (c *Conn) Prepared(key uint64) (id uint32, ok bool) {
 func (c *Conn) Prepare(ctx context.Context, key uint64, sql []byte, keepDefs bool) (mysqlwire.StmtPrepareOK, [][]byte, error) {
 	defer c.withDeadline(ctx)()
 	c.StartCommand()
-	c.w.Begin()
-	c.w.AppendByte(comStmtPrepare)
-	c.w.AppendBytes(sql)
-	if err := c.w.End(); err != nil {
-		return mysqlwire.StmtPrepareOK{}, nil, err // too long to prepare: nothing was sent
+	cmd := [1]byte{comStmtPrepare}
+	if err := c.w.WritePacketParts(cmd[:], sql, nil); err != nil {
+		c.broken = true
+		return mysqlwire.StmtPrepareOK{}, nil, fmt.Errorf("%w: %w", ErrBroken, err)
 	}
 	if err := c.Flush(); err != nil {
 		return mysqlwire.StmtPrepareOK{}, nil, err

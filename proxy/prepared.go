@@ -477,6 +477,15 @@ func (s *Session) stmtSendLongData(p []byte) {
 	cs.longLen += len(data)
 }
 
+// forgetCursors marks every cursor closed after the connection holding
+// them was lost; FETCH then reports no open cursor.
+func (s *Session) forgetCursors() {
+	for _, cs := range s.stmts {
+		cs.cursorOpen = false
+	}
+	s.cursors = 0
+}
+
 // dropStmts closes every statement of the session (reset, change user,
 // disconnect), as the server does.
 func (s *Session) dropStmts() {

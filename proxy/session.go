@@ -266,6 +266,7 @@ func (s *Session) loseBackend() {
 	s.pinned = nil
 	s.pinnedNow.Store(false)
 	s.pins = 0
+	s.forgetCursors()
 }
 
 // setPinned records the session's pins after a statement on c, keeping c

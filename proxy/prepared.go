@@ -98,8 +98,26 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 			"This command is not supported in the prepared statement protocol yet (tpproxy: run KILL as a plain query)"))
 	}
 	key := stmtKey{user: s.user, schema: s.state.Schema, sum: s.state.Sum()}
-	if e, defs := s.srv.stmtCache.lookup(sql, &key); e != nil {
-		return s.writePrepareOK(s.addStmt(e), e, defs, 0)
+	// A statement without result columns (DML, BEGIN, COMMIT, SET...) is
+	// answered from the cache: no table change can give it columns. One
+	// with result columns is always prepared by the server, as a table
+	// may have changed since (even bypassing the proxy) and clients bind
+	// results by the columns PREPARE announces.
+	e := s.srv.stmtCache.lookup(sql, &key)
+	if e != nil {
+		if m := e.meta.Load(); m.columns == 0 {
+			return s.writePrepareOK(s.addStmt(e), e, m, 0)
+		}
+	}
+	cached, handed := e != nil, false
+	if cached {
+		// lookup's reference goes to the client statement, unless the
+		// server refuses.
+		defer func() {
+			if !handed {
+				s.srv.stmtCache.release(e)
+			}
+		}()
 	}
 
 	slot, err := s.srv.sched.Admit(ctx, scheduler.Task{ConnID: s.id, Pinned: s.pinned != nil})
@@ -112,14 +130,17 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 	if c == nil {
 		return err
 	}
-	e := &cachedStmt{
-		id:  s.srv.stmtCache.nextID.Add(1),
-		sql: slices.Clone(sql),
-		key: key,
-		state: pool.State{Schema: s.state.Schema, Vars: slices.Clone(s.state.Vars),
-			MultiStatementsOff: s.state.MultiStatementsOff, FoundRows: s.state.FoundRows},
+	if !cached {
+		e = &cachedStmt{
+			id:  s.srv.stmtCache.nextID.Add(1),
+			sql: slices.Clone(sql),
+			key: key,
+			state: pool.State{Schema: s.state.Schema, Vars: slices.Clone(s.state.Vars),
+				MultiStatementsOff: s.state.MultiStatementsOff, FoundRows: s.state.FoundRows},
+		}
+		e.state.Sum() // computed before sessions share it
+		e.info = sqlscan.Scan(e.sql)
 	}
-	e.info = sqlscan.Scan(e.sql)
 	ok, defs, err := c.Prepare(ctx, e.id, e.sql, true)
 	var me *mysqlwire.Error
 	switch {
@@ -133,16 +154,23 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 	case err != nil:
 		return s.backendFailed(c, &result{}, err)
 	}
-	e.params, e.columns, e.defs = ok.Params, ok.Columns, defs
-	if got := s.srv.stmtCache.insert(e); got != e {
-		// Another session prepared the same statement meanwhile.
-		c.ForgetPrepared(e.id)
-		e = got
+	meta := &stmtMeta{columns: ok.Columns, defs: defs}
+	if cached {
+		e.update(ok.Columns, defs)
+		handed = true
+	} else {
+		e.params = ok.Params
+		e.meta.Store(meta)
+		if got := s.srv.stmtCache.insert(e); got != e {
+			// Another session prepared the same statement meanwhile.
+			c.ForgetPrepared(e.id)
+			e = got
+		}
 	}
 	res := result{warnings: ok.Warnings}
 	s.noteDiagnostics(ctx, c, &res, &sqlscan.Info{}, s.pinned != nil)
 	s.releaseIfUnpinned(c)
-	return s.writePrepareOK(s.addStmt(e), e, defs, ok.Warnings)
+	return s.writePrepareOK(s.addStmt(e), e, meta, ok.Warnings)
 }
 
 // addStmt gives the session a new statement id for e (referenced by the
@@ -163,19 +191,20 @@ func (s *Session) addStmt(e *cachedStmt) uint32 {
 }
 
 // writePrepareOK answers COM_STMT_PREPARE with the session's statement id.
-func (s *Session) writePrepareOK(id uint32, e *cachedStmt, defs [][]byte, warnings uint16) error {
+func (s *Session) writePrepareOK(id uint32, e *cachedStmt, m *stmtMeta, warnings uint16) error {
 	w := s.w
+	defs := m.defs
 	w.Begin()
 	w.AppendByte(mysqlwire.OKHeader)
 	w.AppendUint32(id)
-	w.AppendUint16(e.columns)
+	w.AppendUint16(m.columns)
 	w.AppendUint16(e.params)
 	w.AppendByte(0)
 	w.AppendUint16(warnings)
 	if err := w.End(); err != nil {
 		return err
 	}
-	for _, n := range [2]int{int(e.params), int(e.columns)} {
+	for _, n := range [2]int{int(e.params), int(m.columns)} {
 		if n == 0 {
 			continue
 		}
@@ -339,7 +368,7 @@ func (s *Session) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (u
 		c.ForgetPrepared(e.id)
 		return 0, stmtErr(erNeedReprepare, "Prepared statement needs to be re-prepared")
 	}
-	s.srv.stmtCache.refreshIfChanged(e, defs)
+	e.update(ok.Columns, defs)
 	return ok.StmtID, nil
 }
 

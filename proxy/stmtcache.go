@@ -25,20 +25,37 @@ type stmtKey struct {
 // cachedStmt is a prepared statement known to the proxy: its text, the
 // session state it was prepared in, and the metadata the server answered
 // COM_STMT_PREPARE with. Backend connections prepare it lazily and know it
-// by id.
+// by id. Everything but meta and the guarded fields is immutable
+// once the entry is in the cache.
 type cachedStmt struct {
-	id    uint64
-	sql   []byte
-	key   stmtKey
-	state pool.State // schema and settings it was prepared in
-	info  sqlscan.Info
+	id     uint64
+	sql    []byte
+	key    stmtKey
+	state  pool.State // schema and settings it was prepared in; Sum computed
+	info   sqlscan.Info
+	params uint16
 
-	params, columns uint16
+	// meta is the metadata of the latest COM_STMT_PREPARE response.
+	meta atomic.Pointer[stmtMeta]
 
 	// Guarded by stmtCache.mu.
-	defs       [][]byte // parameter then column definitions
-	refs       int      // client statements using it
+	refs       int // client statements using it
 	prev, next *cachedStmt
+}
+
+// stmtMeta is a statement's metadata as of one COM_STMT_PREPARE response.
+// It is replaced, never modified.
+type stmtMeta struct {
+	columns uint16
+	defs    [][]byte // parameter then column definitions (payloads)
+}
+
+// update records metadata a backend just answered, if it differs from
+// what the cache holds.
+func (e *cachedStmt) update(columns uint16, defs [][]byte) {
+	if m := e.meta.Load(); m == nil || m.columns != columns || !sameDefs(m.defs, defs) {
+		e.meta.Store(&stmtMeta{columns: columns, defs: defs})
+	}
 }
 
 // stmtCache is the process-wide statement cache. Entries in use by client
@@ -60,18 +77,17 @@ func newStmtCache(maxUnused int) *stmtCache {
 	return &stmtCache{bySQL: make(map[string][]*cachedStmt), maxUnused: maxUnused}
 }
 
-// lookup finds the statement and takes a reference on it. defs are its
-// definitions, which stay valid (they are replaced, never modified).
-func (sc *stmtCache) lookup(sql []byte, k *stmtKey) (e *cachedStmt, defs [][]byte) {
+// lookup finds the statement and takes a reference on it.
+func (sc *stmtCache) lookup(sql []byte, k *stmtKey) *cachedStmt {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	for _, e := range sc.bySQL[string(sql)] {
 		if e.key == *k {
 			sc.ref(e)
-			return e, e.defs
+			return e
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // insert adds e with one reference, unless an equal statement got in
@@ -161,17 +177,6 @@ func (sc *stmtCache) len() int {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	return sc.n
-}
-
-// refreshIfChanged records definitions a backend just answered when they
-// differ from the cached ones (the table changed since), so the next
-// PREPARE answered from the cache describes the statement as it is now.
-func (sc *stmtCache) refreshIfChanged(e *cachedStmt, defs [][]byte) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if !sameDefs(e.defs, defs) {
-		e.defs = defs
-	}
 }
 
 // sameDefs reports whether two definition lists are equal.

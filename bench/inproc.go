@@ -16,6 +16,7 @@ import (
 type localProxy struct {
 	Addr   string
 	pool   *pool.Pool
+	sched  *scheduler.Scheduler
 	srv    *proxy.Server
 	cancel context.CancelFunc
 	served chan error
@@ -39,29 +40,32 @@ func startLocalProxy(ctx context.Context, backend, user, password string, poolSi
 		p.Close()
 		return nil, fmt.Errorf("bench: proxy pool: %w", err)
 	}
-	sched, err := scheduler.New(scheduler.Config{})
+	sched, err := scheduler.New(scheduler.DefaultConfig())
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("bench: proxy scheduler: %w", err)
 	}
+	sched.Start()
 	srv, err := proxy.New(proxy.Config{
 		Users:  []proxy.User{{Name: user, Plain: password}},
 		Logger: log.With("component", "proxy"),
 	}, p, sched)
 	if err != nil {
+		sched.Close()
 		p.Close()
 		return nil, fmt.Errorf("bench: proxy: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		srv.Close()
+		sched.Close()
 		p.Close()
 		return nil, fmt.Errorf("bench: proxy listener: %w", err)
 	}
 	// Serve's context is not ctx: the proxy lives until close, so that
 	// cleanup after a cancelled run is orderly.
 	serveCtx, cancel := context.WithCancel(context.Background())
-	lp := &localProxy{Addr: ln.Addr().String(), pool: p, srv: srv, cancel: cancel, served: make(chan error, 1)}
+	lp := &localProxy{Addr: ln.Addr().String(), pool: p, sched: sched, srv: srv, cancel: cancel, served: make(chan error, 1)}
 	go func() { lp.served <- srv.Serve(serveCtx, ln) }()
 	return lp, nil
 }
@@ -89,6 +93,7 @@ func (lp *localProxy) close() error {
 	lp.cancel()
 	err := <-lp.served
 	lp.srv.Close()
+	lp.sched.Close()
 	lp.pool.Close()
 	return err
 }

@@ -177,6 +177,19 @@ func (p *Pool) ServerVersion() string {
 // none is idle it waits in FIFO order for at most AcquireTimeout. The
 // caller brings the connection to its state with Sync.
 func (p *Pool) Acquire(ctx context.Context, want *State) (*Conn, error) {
+	return p.AcquireWaiting(ctx, want, nil)
+}
+
+// Waiter is told when an acquirer has to wait for a connection, so that a
+// scheduler can stop counting the statement as executing meanwhile.
+type Waiter interface {
+	WaitBegin()
+	WaitEnd()
+}
+
+// AcquireWaiting is Acquire that calls w.WaitBegin before waiting for a
+// connection and w.WaitEnd after (w may be nil).
+func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Conn, error) {
 	p.stats.acquires.Add(1)
 	p.mu.Lock()
 	for {
@@ -210,6 +223,10 @@ func (p *Pool) Acquire(ctx context.Context, want *State) (*Conn, error) {
 	p.mu.Unlock()
 	p.wakeFiller()
 
+	if wt != nil {
+		wt.WaitBegin()
+		defer wt.WaitEnd()
+	}
 	start := time.Now()
 	p.stats.waits.Add(1)
 	timer := time.NewTimer(p.cfg.AcquireTimeout)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/scheduler"
 )
 
 // Error codes tpproxy sends for conditions of its own. Codes below 9000 are
@@ -20,6 +21,9 @@ const (
 	// CodeBackendLost: the backend connection failed while the statement
 	// was running; whether it took effect is unknown.
 	CodeBackendLost = 9003
+	// CodeQueueTimeout: the statement waited longer than
+	// thread_pool.queue_timeout for its thread group. It did not run.
+	CodeQueueTimeout = 9004
 )
 
 // Server error codes tpproxy reproduces.
@@ -68,6 +72,9 @@ func sqlError(err error) *mysqlwire.Error {
 		return &mysqlwire.Error{Code: CodeAcquireTimeout, State: "HY000", Message: "tpproxy: " + err.Error()}
 	case errors.Is(err, pool.ErrBackendUnavailable), errors.Is(err, pool.ErrClosed):
 		return &mysqlwire.Error{Code: CodeBackendUnavailable, State: "HY000", Message: "tpproxy: " + err.Error()}
+	case errors.Is(err, scheduler.ErrQueueTimeout):
+		return &mysqlwire.Error{Code: CodeQueueTimeout, State: "HY000", Message: "tpproxy: " + err.Error() +
+			"; the thread pool is saturated (see thread_pool.size, oversubscribe, max_threads)"}
 	case errors.Is(err, pool.ErrBroken):
 		return &mysqlwire.Error{Code: CodeBackendLost, State: "HY000", Message: "tpproxy: lost the backend connection during the statement: " + err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, errKilled):

@@ -10,7 +10,6 @@ import (
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
-	"github.com/tpproxy/tpproxy/scheduler"
 )
 
 // errSessionLost ends a session whose pinned backend connection failed:
@@ -40,12 +39,10 @@ func (s *Session) query(ctx context.Context, p []byte) error {
 // bookkeeping that decides whether the session stays pinned. run is set
 // for COM_STMT_EXECUTE, whose statement is info's.
 func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *sqlscan.Info, run *stmtRun) error {
-	slot, err := s.srv.sched.Admit(ctx, scheduler.Task{ConnID: s.id, Pinned: s.pinned != nil})
-	if err != nil {
-		s.srv.stats.errors.Add(1)
-		return s.writeErr(err)
+	if ok, err := s.admit(ctx); !ok {
+		return err
 	}
-	defer s.srv.sched.Release(slot)
+	defer s.srv.sched.Release(&s.task)
 	c, err := s.acquire(ctx, info)
 	if c == nil {
 		return err
@@ -90,6 +87,19 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		return errKilled
 	}
 	return nil
+}
+
+// admit waits for the scheduler to let the session's next statement run;
+// ok means it may, and Release must follow. Otherwise the client has been
+// told why (queue timeout) and err is only a failure to tell it.
+func (s *Session) admit(ctx context.Context) (ok bool, err error) {
+	s.task.Pinned = s.pinned != nil
+	aerr := s.srv.sched.Admit(ctx, &s.task)
+	if aerr == nil {
+		return true, nil
+	}
+	s.srv.stats.errors.Add(1)
+	return false, s.writeErr(aerr)
 }
 
 // acquire returns the backend connection for the session's next statement,

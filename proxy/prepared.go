@@ -8,7 +8,6 @@ import (
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
-	"github.com/tpproxy/tpproxy/scheduler"
 )
 
 // Server-side prepared statements (DESIGN.md §5).
@@ -120,12 +119,10 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		}()
 	}
 
-	slot, err := s.srv.sched.Admit(ctx, scheduler.Task{ConnID: s.id, Pinned: s.pinned != nil})
-	if err != nil {
-		s.srv.stats.errors.Add(1)
-		return s.writeErr(err)
+	if ok, err := s.admit(ctx); !ok {
+		return err
 	}
-	defer s.srv.sched.Release(slot)
+	defer s.srv.sched.Release(&s.task)
 	c, err := s.acquire(ctx, &sqlscan.Info{})
 	if c == nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/scheduler"
 )
 
 // Session is one client connection. Its goroutine owns everything except
@@ -61,6 +62,9 @@ type Session struct {
 	lastStmtID uint32
 	cursors    int
 
+	// task is the session's handle in the scheduler.
+	task scheduler.Task
+
 	// pinnedNow mirrors pinned != nil for Stats.
 	pinnedNow atomic.Bool
 
@@ -81,6 +85,7 @@ type Session struct {
 func newSession(srv *Server, nc net.Conn) *Session {
 	s := &Session{srv: srv, nc: nc, remote: nc.RemoteAddr().String(), rowCount: -1}
 	s.id = srv.nextID()
+	s.task.ConnID = s.id
 	s.r = mysqlwire.NewReader(nc, s.small[:], srv.bufs)
 	s.r.MaxPacket = int(srv.maxPacket.Load())
 	s.w = mysqlwire.NewWriter(nc, srv.bufs)
@@ -232,7 +237,7 @@ func (s *Session) backend(ctx context.Context) (*pool.Conn, error) {
 	c := s.pinned
 	if c == nil {
 		var err error
-		if c, err = s.srv.pool.Acquire(ctx, &s.state); err != nil {
+		if c, err = s.srv.pool.AcquireWaiting(ctx, &s.state, &s.task); err != nil {
 			return nil, err
 		}
 	}

@@ -1,10 +1,16 @@
-// Package scheduler decides when a client statement may execute. Every
-// statement that needs the backend passes Admit first, so the thread-group
-// model (groups, oversubscribe, stall detection, priorities) lives here
-// without the proxy or the pool changing.
+// Package scheduler decides when a client statement may execute: the
+// thread-group model of the MariaDB/Percona and MySQL Enterprise thread
+// pools, applied to statements instead of server threads (DESIGN.md §3).
 //
-// For now it provides a global bound on concurrently executing statements
-// (thread_pool_max_threads) with a FIFO queue and a bounded wait.
+// Sessions map to thread_pool_size groups by connection id. A group lets
+// at most 1+oversubscribe statements execute at once (generic) or
+// query_threads_per_group (enterprise); the rest wait in the group's high-
+// or low-priority queue. A timer ticking every stall_limit finds stalled
+// groups and lets more in, so statements blocked on the server (locks) can
+// never block a group for good. A statement that waits for a backend
+// connection, like a server thread waiting on I/O, does not count as
+// executing meanwhile: a session holding a backend of its own can always
+// get in and finish the transaction the waiters wait for.
 package scheduler
 
 import (
@@ -17,144 +23,587 @@ import (
 )
 
 // ErrQueueTimeout is returned by Admit when a statement waited longer than
-// Config.QueueTimeout for a slot.
-var ErrQueueTimeout = errors.New("scheduler: statement waited too long in the queue")
+// Config.QueueTimeout in its group's queue.
+var ErrQueueTimeout = errors.New("scheduler: statement waited too long in the thread pool queue")
 
-// Config configures a Scheduler.
-type Config struct {
-	// MaxThreads caps concurrently executing statements over all
-	// sessions; 0 means no cap (the backend pool still bounds execution).
-	MaxThreads int
-	// QueueTimeout bounds the wait for a slot. Default 30s.
-	QueueTimeout time.Duration
-}
+// ErrBadConfig marks an invalid Config.
+var ErrBadConfig = errors.New("scheduler: invalid config")
 
-// Validate checks the config and fills in defaults.
-func (c *Config) Validate() error {
-	if c.MaxThreads < 0 {
-		return fmt.Errorf("scheduler: max_threads %d < 0", c.MaxThreads)
-	}
-	if c.QueueTimeout <= 0 {
-		c.QueueTimeout = 30 * time.Second
-	}
-	return nil
-}
-
-// Task describes the statement asking for admission.
+// Task is a session's handle for admission. The session keeps one and
+// passes it to Admit and Release for each statement; it is used by one
+// goroutine at a time, and its unexported fields belong to the scheduler.
 type Task struct {
+	// ConnID maps the session to its group (ConnID % size).
 	ConnID uint32
-	// Pinned is set when the session holds a backend connection of its own
-	// (open transaction, locks). Such a statement is admitted at once: it
-	// needs no pool connection to finish, and holding it back could stall
-	// every session waiting for that connection.
+	// Pinned is set when the session holds a backend connection of its
+	// own (transaction, locks): high priority in transactions mode.
 	Pinned bool
+
+	s        *Scheduler
+	g        *group
+	admitted bool // between a successful Admit and Release
+	counted  bool // counts against its group's cap and max_threads
+	waiting  bool // between WaitBegin and WaitEnd
+	stalled  bool // enterprise: ran past stall_limit
+	granted  bool // admitted by another goroutine while queued
+	high     bool // queued in the high-priority queue
+	tickets  uint32
+	ticketed bool      // tickets were handed out
+	since    time.Time // queued or started at
+	prev     *Task     // in a queue or a group's running list
+	next     *Task
+	ch       chan struct{}
+	timer    *time.Timer // queue timeout, reused
 }
 
-// Slot is an admission; pass it to Release when the statement is done.
-type Slot struct {
-	counted bool
+// taskList is an intrusive FIFO of tasks.
+type taskList struct {
+	head, tail *Task
+	n          int
 }
 
-// Scheduler admits statements.
+func (l *taskList) push(t *Task) {
+	t.prev, t.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = t
+	} else {
+		l.head = t
+	}
+	l.tail = t
+	l.n++
+}
+
+func (l *taskList) remove(t *Task) {
+	if t.prev != nil {
+		t.prev.next = t.next
+	} else {
+		l.head = t.next
+	}
+	if t.next != nil {
+		t.next.prev = t.prev
+	} else {
+		l.tail = t.prev
+	}
+	t.prev, t.next = nil, nil
+	l.n--
+}
+
+// group is one thread group.
+type group struct {
+	id      int
+	active  int // executing statements that count against the cap
+	waiting int // admitted statements waiting for a backend connection
+	stalled int // enterprise: executing past stall_limit, not counted
+	// extra is capacity stall detection granted (generic); it is given
+	// back one unit per idle_timeout while the group does not need it.
+	extra     int
+	idleSince time.Time
+	// admittedSinceTick is false when a tick finds the group has admitted
+	// nothing since the previous one.
+	admittedSinceTick bool
+	high, low         taskList
+	running           taskList // enterprise: counted executing statements
+
+	stats GroupStats
+}
+
+// Scheduler admits statements into thread groups.
 type Scheduler struct {
-	cfg Config
+	// mu guards everything below and the scheduler-owned fields of tasks.
+	// Nothing blocks while it is held.
+	mu     sync.Mutex
+	cfg    Config
+	groups []*group
+	active int // counted statements over all groups (max_threads)
+	closed bool
 
-	mu      sync.Mutex // guards active and waiters
-	active  int
-	waiters []chan struct{}
+	reconf chan struct{}
+	done   chan struct{}
+	wg     sync.WaitGroup
 
 	admitted atomic.Uint64
 	queued   atomic.Uint64
 	timeouts atomic.Uint64
+
+	// onQueue, when set (tests), is called with mu held as a task queues.
+	onQueue func(t *Task)
 }
 
-// New returns a scheduler for cfg.
+// New returns a scheduler for cfg. Its stall timer runs after Start.
 func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Scheduler{cfg: cfg}, nil
+	s := &Scheduler{cfg: cfg, reconf: make(chan struct{}, 1), done: make(chan struct{})}
+	s.groups = newGroups(cfg.Size)
+	return s, nil
 }
 
-// Admit returns when the statement may execute, or with an error when the
-// wait exceeded the queue timeout or ctx ended.
-func (s *Scheduler) Admit(ctx context.Context, t Task) (Slot, error) {
-	s.admitted.Add(1)
-	if s.cfg.MaxThreads == 0 || t.Pinned {
-		return Slot{}, nil
+func newGroups(n int) []*group {
+	gs := make([]*group, n)
+	for i := range gs {
+		gs[i] = &group{id: i}
 	}
+	return gs
+}
+
+// Start runs the stall timer until Close.
+func (s *Scheduler) Start() {
+	s.wg.Add(1)
+	go s.timer()
+}
+
+// Close stops the stall timer. Queued statements keep waiting until their
+// timeout or context ends.
+func (s *Scheduler) Close() {
 	s.mu.Lock()
-	if s.active < s.cfg.MaxThreads && len(s.waiters) == 0 {
-		s.active++
+	if s.closed {
 		s.mu.Unlock()
-		return Slot{counted: true}, nil
+		return
 	}
-	ch := make(chan struct{}, 1)
-	s.waiters = append(s.waiters, ch)
+	s.closed = true
+	s.mu.Unlock()
+	close(s.done)
+	s.wg.Wait()
+}
+
+func (s *Scheduler) timer() {
+	defer s.wg.Done()
+	s.mu.Lock()
+	every := s.cfg.StallLimit
+	s.mu.Unlock()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.reconf:
+			s.mu.Lock()
+			every = s.cfg.StallLimit
+			s.mu.Unlock()
+			t.Reset(every)
+		case <-t.C:
+			s.Tick()
+		}
+	}
+}
+
+// Config returns the configuration in force.
+func (s *Scheduler) Config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// Admit returns when t's statement may execute, or with an error when it
+// waited longer than the queue timeout or ctx ended. Every successful
+// Admit is followed by Release.
+func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
+	s.mu.Lock()
+	t.s = s
+	g := s.groups[int(t.ConnID)%len(s.groups)]
+	t.g = g
+	t.high = s.priority(t)
+	if g.high.n == 0 && (t.high || g.low.n == 0) && s.room(g) {
+		s.admit(g, t, s.cfg.Now())
+		s.mu.Unlock()
+		s.admitted.Add(1)
+		return nil
+	}
+	t.since = s.cfg.Now()
+	t.granted = false
+	if t.high {
+		g.high.push(t)
+	} else {
+		g.low.push(t)
+	}
+	g.stats.Queued++
+	if s.onQueue != nil {
+		s.onQueue(t)
+	}
+	timeout := s.cfg.QueueTimeout
+	if t.ch == nil {
+		t.ch = make(chan struct{}, 1)
+	}
 	s.mu.Unlock()
 	s.queued.Add(1)
 
-	timer := time.NewTimer(s.cfg.QueueTimeout)
-	defer timer.Stop()
+	if t.timer == nil {
+		t.timer = time.NewTimer(timeout)
+	} else {
+		t.timer.Reset(timeout)
+	}
+	defer t.timer.Stop()
 	var err error
 	select {
-	case <-ch:
-		return Slot{counted: true}, nil
-	case <-timer.C:
-		err = fmt.Errorf("%w (%s)", ErrQueueTimeout, s.cfg.QueueTimeout)
+	case <-t.ch:
+		s.admitted.Add(1)
+		return nil
+	case <-t.timer.C:
+		err = fmt.Errorf("%w (%s)", ErrQueueTimeout, timeout)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
 	s.mu.Lock()
-	for i, w := range s.waiters {
-		if w == ch {
-			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
-			s.mu.Unlock()
-			if errors.Is(err, ErrQueueTimeout) {
-				s.timeouts.Add(1)
-			}
-			return Slot{}, err
+	if t.granted {
+		// Admitted while giving up: take it.
+		s.mu.Unlock()
+		<-t.ch
+		s.admitted.Add(1)
+		return nil
+	}
+	g = t.g // a resize may have moved it
+	if t.high {
+		g.high.remove(t)
+	} else {
+		g.low.remove(t)
+	}
+	if errors.Is(err, ErrQueueTimeout) {
+		g.stats.Timeouts++
+	}
+	t.g = nil
+	s.mu.Unlock()
+	if errors.Is(err, ErrQueueTimeout) {
+		s.timeouts.Add(1)
+	}
+	return err
+}
+
+// priority decides t's queue, spending a ticket; mu is held.
+func (s *Scheduler) priority(t *Task) bool {
+	switch s.cfg.HighPrioMode {
+	case PrioStatements:
+		return true
+	case PrioNone:
+		return false
+	}
+	if !t.Pinned || !t.ticketed {
+		// A new stretch of holding a backend starts with a full set.
+		t.tickets, t.ticketed = s.cfg.HighPrioTickets, true
+		if !t.Pinned {
+			return false
+		}
+	}
+	if t.tickets == 0 {
+		return false
+	}
+	t.tickets--
+	return true
+}
+
+// capacity is a group's cap of counted statements; mu is held.
+func (s *Scheduler) capacity(g *group) int {
+	if s.cfg.Algorithm == Enterprise {
+		return s.cfg.QueryThreadsPerGroup
+	}
+	return 1 + s.cfg.Oversubscribe + g.extra
+}
+
+// room reports whether g may admit one more statement; mu is held.
+func (s *Scheduler) room(g *group) bool {
+	return g.active < s.capacity(g) && s.active < s.cfg.MaxThreads
+}
+
+// admit starts t in g; mu is held.
+func (s *Scheduler) admit(g *group, t *Task, now time.Time) {
+	g.active++
+	s.active++
+	t.admitted, t.counted, t.stalled, t.waiting = true, true, false, false
+	t.since = now
+	g.admittedSinceTick = true
+	g.stats.Admitted++
+	if t.high {
+		g.stats.HighAdmitted++
+	}
+	if s.cfg.Algorithm == Enterprise {
+		g.running.push(t)
+	}
+}
+
+// grant admits a queued task and wakes its goroutine; mu is held.
+func (s *Scheduler) grant(g *group, t *Task, now time.Time) {
+	if t.high {
+		g.high.remove(t)
+	} else {
+		g.low.remove(t)
+	}
+	g.stats.QueueWait += now.Sub(t.since)
+	s.admit(g, t, now)
+	t.granted = true
+	t.ch <- struct{}{}
+}
+
+// next returns the queued task to admit next in g, after moving
+// low-priority tasks that waited past prio_kickup_timer to the high queue;
+// mu is held.
+func (s *Scheduler) next(g *group, now time.Time) *Task {
+	s.kickUp(g, now)
+	if g.high.head != nil {
+		return g.high.head
+	}
+	return g.low.head
+}
+
+// kickUp moves low-priority tasks queued longer than prio_kickup_timer to
+// the high-priority queue; mu is held.
+func (s *Scheduler) kickUp(g *group, now time.Time) {
+	for t := g.low.head; t != nil && now.Sub(t.since) >= s.cfg.PrioKickupTimer; t = g.low.head {
+		g.low.remove(t)
+		t.high = true
+		g.high.push(t)
+		g.stats.KickUps++
+	}
+}
+
+// dispatch admits queued tasks of g while it has room; mu is held.
+func (s *Scheduler) dispatch(g *group, now time.Time) {
+	for s.room(g) {
+		t := s.next(g, now)
+		if t == nil {
+			return
+		}
+		s.grant(g, t, now)
+	}
+}
+
+// dispatchAll gives every group a chance, starting after g (a release
+// freed a max_threads slot any group may use); mu is held.
+func (s *Scheduler) dispatchAll(from int, now time.Time) {
+	n := len(s.groups)
+	for i := 1; i <= n && s.active < s.cfg.MaxThreads; i++ {
+		s.dispatch(s.groups[(from+i)%n], now)
+	}
+}
+
+// uncount stops t counting against its group's cap and max_threads; mu is held.
+func (s *Scheduler) uncount(t *Task) {
+	if !t.counted {
+		return
+	}
+	t.counted = false
+	t.g.active--
+	s.active--
+	if s.cfg.Algorithm == Enterprise && (t.prev != nil || t.g.running.head == t) {
+		t.g.running.remove(t)
+	}
+}
+
+// Release ends t's admission and admits who may go next.
+func (s *Scheduler) Release(t *Task) {
+	s.mu.Lock()
+	if !t.admitted {
+		s.mu.Unlock()
+		return
+	}
+	g := t.g
+	wasCounted := t.counted
+	s.uncount(t)
+	if t.waiting {
+		g.waiting--
+	}
+	if t.stalled {
+		g.stalled--
+	}
+	t.admitted, t.waiting, t.stalled, t.g = false, false, false, nil
+	if wasCounted {
+		now := s.cfg.Now()
+		s.dispatch(g, now)
+		if s.active < s.cfg.MaxThreads {
+			s.dispatchAll(g.id, now)
 		}
 	}
 	s.mu.Unlock()
-	// Admitted while giving up: take the slot.
-	<-ch
-	return Slot{counted: true}, nil
 }
 
-// Release ends an admission.
-func (s *Scheduler) Release(sl Slot) {
-	if !sl.counted {
-		return
+// WaitBegin tells the scheduler that t's admitted statement waits for a
+// backend connection: like a server thread waiting on I/O it stops
+// counting as executing, so its group can admit a statement that holds a
+// connection and will free one.
+func (t *Task) WaitBegin() {
+	s := t.s
+	if s == nil {
+		return // never admitted: nothing counts
 	}
 	s.mu.Lock()
-	if len(s.waiters) > 0 {
-		ch := s.waiters[0]
-		s.waiters = s.waiters[1:]
-		s.mu.Unlock()
-		ch <- struct{}{}
-		return
+	if t.admitted && !t.waiting {
+		t.waiting = true
+		t.g.waiting++
+		if t.counted {
+			s.uncount(t)
+			now := s.cfg.Now()
+			s.dispatch(t.g, now)
+			s.dispatchAll(t.g.id, now)
+		}
 	}
-	s.active--
 	s.mu.Unlock()
 }
 
-// Stats is a snapshot of the scheduler.
-type Stats struct {
-	Active   int
-	Queued   int
-	Admitted uint64
-	Waited   uint64
-	Timeouts uint64
+// WaitEnd ends a WaitBegin: the statement executes again and counts, even
+// if that puts its group over its cap for a while (as a woken server
+// thread does).
+func (t *Task) WaitEnd() {
+	s := t.s
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if t.admitted && t.waiting {
+		t.waiting = false
+		t.g.waiting--
+		if !t.stalled {
+			t.counted = true
+			t.g.active++
+			s.active++
+			t.since = s.cfg.Now()
+			if s.cfg.Algorithm == Enterprise {
+				t.g.running.push(t)
+			}
+		}
+	}
+	s.mu.Unlock()
 }
 
-// Stats returns a snapshot.
-func (s *Scheduler) Stats() Stats {
+// Tick runs stall detection once; the timer calls it every stall_limit.
+//
+// Generic: a group with queued statements that admitted none since the
+// previous tick is stalled and gets one more slot, kept until it has gone
+// unused for idle_timeout. Enterprise: statements executing longer than
+// stall_limit stop counting against their group. Both: low-priority
+// statements queued past prio_kickup_timer move to the high queue.
+func (s *Scheduler) Tick() {
 	s.mu.Lock()
-	st := Stats{Active: s.active, Queued: len(s.waiters)}
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	for _, g := range s.groups {
+		s.kickUp(g, now)
+		queued := g.high.n + g.low.n
+		switch s.cfg.Algorithm {
+		case Generic:
+			if queued > 0 && !g.admittedSinceTick {
+				g.extra++
+				g.stats.Stalls++
+				g.idleSince = time.Time{}
+				if s.active >= s.cfg.MaxThreads && g.high.head != nil {
+					// max_threads is reached too: let one high-priority
+					// statement (one that holds a backend and may hold the
+					// locks the others wait for) past it, or nothing moves.
+					s.grant(g, g.high.head, now)
+				}
+			}
+			s.giveBack(g, now)
+		case Enterprise:
+			for t := g.running.head; t != nil; {
+				nt := t.next
+				if now.Sub(t.since) >= s.cfg.StallLimit {
+					s.uncount(t)
+					t.stalled = true
+					g.stalled++
+					g.stats.Stalls++
+				}
+				t = nt
+			}
+		}
+		s.dispatch(g, now)
+		g.admittedSinceTick = false
+	}
+}
+
+// giveBack returns one unit of stall-granted capacity per idle_timeout
+// during which the group did not use it; mu is held.
+func (s *Scheduler) giveBack(g *group, now time.Time) {
+	if g.extra == 0 {
+		g.idleSince = time.Time{}
+		return
+	}
+	if g.high.n+g.low.n > 0 || g.active >= 1+s.cfg.Oversubscribe+g.extra {
+		g.idleSince = time.Time{} // the extra capacity is in use
+		return
+	}
+	if g.idleSince.IsZero() {
+		g.idleSince = now
+		return
+	}
+	if now.Sub(g.idleSince) >= s.cfg.IdleTimeout {
+		g.extra--
+		g.idleSince = now
+	}
+}
+
+// Reconfigure applies a new configuration at once (SET GLOBAL): no
+// statement is dropped. A new size moves queued statements to their new
+// groups; statements executing finish in the group they started in.
+func (s *Scheduler) Reconfigure(cfg Config) error {
+	if cfg.Now == nil {
+		cfg.Now = s.Config().Now
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old := s.cfg
+	s.cfg = cfg
+	now := cfg.Now()
+	if cfg.Size != len(s.groups) {
+		s.resize(cfg.Size)
+	}
+	if cfg.Algorithm != old.Algorithm {
+		// Running lists exist for enterprise only.
+		for _, g := range s.groups {
+			for t := g.running.head; t != nil; t = g.running.head {
+				g.running.remove(t)
+			}
+		}
+	}
+	for _, g := range s.groups {
+		s.dispatch(g, now)
+	}
 	s.mu.Unlock()
-	st.Admitted = s.admitted.Load()
-	st.Waited = s.queued.Load()
-	st.Timeouts = s.timeouts.Load()
-	return st
+	if cfg.StallLimit != old.StallLimit {
+		select {
+		case s.reconf <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// resize replaces the groups; mu is held. Queued tasks move in their
+// queue order; the old groups live on in the tasks executing there.
+func (s *Scheduler) resize(n int) {
+	old := s.groups
+	s.groups = newGroups(n)
+	for _, prio := range []bool{true, false} {
+		// Merge by queue time so that order is kept within each new group.
+		var all []*Task
+		for _, g := range old {
+			l := &g.low
+			if prio {
+				l = &g.high
+			}
+			for t := l.head; t != nil; t = l.head {
+				l.remove(t)
+				all = append(all, t)
+			}
+		}
+		sortBySince(all)
+		for _, t := range all {
+			g := s.groups[int(t.ConnID)%n]
+			t.g = g
+			if prio {
+				g.high.push(t)
+			} else {
+				g.low.push(t)
+			}
+		}
+	}
+}
+
+func sortBySince(ts []*Task) {
+	// Insertion sort: queues are short and mostly ordered per group.
+	for i := 1; i < len(ts); i++ {
+		for j := i; j > 0 && ts[j].since.Before(ts[j-1].since); j-- {
+			ts[j], ts[j-1] = ts[j-1], ts[j]
+		}
+	}
 }

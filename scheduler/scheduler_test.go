@@ -3,96 +3,457 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
 
-func TestUnboundedAdmitsAtOnce(t *testing.T) {
-	s, err := New(Config{})
+// fakeClock is an injectable clock the tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{t: time.Unix(1_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// harness is a scheduler without its timer (the tests tick by hand), and
+// a channel that reports every task that queues.
+type harness struct {
+	t      *testing.T
+	s      *Scheduler
+	clock  *fakeClock
+	queued chan *Task
+}
+
+func newHarness(t *testing.T, mod func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: newClock(), queued: make(chan *Task, 1024)}
+	cfg := DefaultConfig()
+	cfg.Size = 1
+	cfg.QueueTimeout = time.Minute
+	cfg.Now = h.clock.Now
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 100; i++ {
-		sl, err := s.Admit(context.Background(), Task{ConnID: uint32(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Release(sl)
+	s.onQueue = func(t *Task) { h.queued <- t }
+	h.s = s
+	return h
+}
+
+// admit admits a task that must not have to wait.
+func (h *harness) admit(id uint32, pinned bool) *Task {
+	h.t.Helper()
+	task := &Task{ConnID: id, Pinned: pinned}
+	if err := h.s.Admit(context.Background(), task); err != nil {
+		h.t.Fatal(err)
 	}
-	if st := s.Stats(); st.Admitted != 100 || st.Queued != 0 {
+	if !task.admitted {
+		h.t.Fatal("not admitted")
+	}
+	return task
+}
+
+// pending is an Admit running in its own goroutine.
+type pending struct {
+	task *Task
+	done chan error
+}
+
+// queue starts an Admit that must queue, and returns once it has.
+func (h *harness) queue(id uint32, pinned bool) *pending {
+	h.t.Helper()
+	p := &pending{task: &Task{ConnID: id, Pinned: pinned}, done: make(chan error, 1)}
+	go func() { p.done <- h.s.Admit(context.Background(), p.task) }()
+	select {
+	case t := <-h.queued:
+		if t != p.task {
+			h.t.Fatal("another task queued")
+		}
+	case err := <-p.done:
+		h.t.Fatalf("conn %d was not queued: Admit returned %v", id, err)
+	}
+	return p
+}
+
+// admitted reports whether a queued Admit has returned successfully.
+func (p *pending) admitted(t *testing.T) bool {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("Admit: %v", err)
+		}
+		p.done <- nil // keep the answer for later calls
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for a queued Admit that was granted (grants happen under the
+// scheduler lock, before this can look).
+func (p *pending) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("Admit: %v", err)
+		}
+		p.done <- nil
+	case <-time.After(10 * time.Second):
+		t.Fatal("queued statement never admitted")
+	}
+}
+
+func (h *harness) group(i int) GroupInfo { return h.s.Groups()[i] }
+
+func TestOversubscribeCap(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 1 })
+	a := h.admit(0, false)
+	h.admit(1, false)
+	c := h.queue(2, false)
+	if g := h.group(0); g.Active != 2 || g.QueuedLow != 1 || g.Capacity != 2 {
+		t.Fatalf("group %+v", g)
+	}
+	h.s.Release(a)
+	c.wait(t)
+	if g := h.group(0); g.Active != 2 || g.QueuedLow != 0 || g.Stats.Queued != 1 || g.Stats.Admitted != 3 {
+		t.Fatalf("group %+v", g)
+	}
+}
+
+func TestGenericStallAdmitsOneMoreAndIdleTimeoutGivesItBack(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0; c.IdleTimeout = time.Minute })
+	a := h.admit(0, false)
+	b := h.queue(1, false)
+	h.s.Tick() // a was admitted since the last tick: not stalled
+	if b.admitted(t) {
+		t.Fatal("admitted without a stall")
+	}
+	h.s.Tick() // queued work, nothing admitted for a whole tick: stalled
+	b.wait(t)
+	if g := h.group(0); g.Stats.Stalls != 1 || g.Extra != 1 || g.Capacity != 2 || g.Active != 2 {
+		t.Fatalf("after the stall: %+v", g)
+	}
+	// While the extra slot is used, it stays.
+	h.clock.Advance(2 * time.Minute)
+	h.s.Tick()
+	if g := h.group(0); g.Extra != 1 {
+		t.Fatalf("extra capacity given back while in use: %+v", g)
+	}
+	h.s.Release(a)
+	h.s.Release(b.task)
+	h.s.Tick() // unused from now
+	h.clock.Advance(59 * time.Second)
+	h.s.Tick()
+	if g := h.group(0); g.Extra != 1 {
+		t.Fatalf("given back before idle_timeout: %+v", g)
+	}
+	h.clock.Advance(time.Second)
+	h.s.Tick()
+	if g := h.group(0); g.Extra != 0 || g.Capacity != 1 {
+		t.Fatalf("not given back after idle_timeout: %+v", g)
+	}
+}
+
+func TestKickUp(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0; c.PrioKickupTimer = time.Second })
+	a := h.admit(0, false)
+	low := h.queue(1, false)
+	h.clock.Advance(1500 * time.Millisecond)
+	h.s.Tick() // a was admitted since the last tick: no stall; the kick-up happens
+	// A high-priority statement arriving now queues behind the kicked-up one.
+	high := h.queue(2, true)
+	if g := h.group(0); g.Stats.KickUps != 1 || g.QueuedHigh != 2 || g.QueuedLow != 0 {
+		t.Fatalf("group %+v", g)
+	}
+	h.s.Release(a)
+	low.wait(t)
+	if high.admitted(t) {
+		t.Fatal("the later high-priority statement went first")
+	}
+	h.s.Release(low.task)
+	high.wait(t)
+}
+
+func TestHighPriorityGoesFirst(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0; c.PrioKickupTimer = time.Hour })
+	a := h.admit(0, false)
+	low := h.queue(1, false)
+	high := h.queue(2, true) // holds a backend: a transaction
+	h.s.Release(a)
+	high.wait(t)
+	if low.admitted(t) {
+		t.Fatal("low-priority statement admitted before the high one")
+	}
+	h.s.Release(high.task)
+	low.wait(t)
+}
+
+func TestHighPrioTicketsAndModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode    HighPrioMode
+		tickets uint32
+		want    []bool // successive pinned statements, then one unpinned, then pinned again
+	}{
+		{PrioTransactions, 2, []bool{true, true, false, false, true}},
+		{PrioTransactions, 0, []bool{false, false, false, false, false}},
+		{PrioStatements, 0, []bool{true, true, true, true, true}},
+		{PrioNone, 5, []bool{false, false, false, false, false}},
+	} {
+		h := newHarness(t, func(c *Config) { c.HighPrioMode = tc.mode; c.HighPrioTickets = tc.tickets })
+		task := &Task{ConnID: 1}
+		h.s.mu.Lock()
+		task.Pinned = false
+		h.s.priority(task) // a session starts unpinned: tickets set
+		var got []bool
+		for i, pinned := range []bool{true, true, true, false, true} {
+			_ = i
+			task.Pinned = pinned
+			got = append(got, h.s.priority(task))
+		}
+		h.s.mu.Unlock()
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("mode %s tickets %d: priorities %v, want %v", tc.mode, tc.tickets, got, tc.want)
+				break
+			}
+		}
+	}
+}
+
+func TestMaxThreadsAcrossGroups(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Size = 4; c.Oversubscribe = 10; c.MaxThreads = 2 })
+	a := h.admit(0, false)
+	h.admit(1, false)
+	c := h.queue(2, false) // its group has room; max_threads has not
+	if st := h.s.Stats(); st.Active != 2 || st.Queued != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	h.s.Release(a) // frees a slot in another group
+	c.wait(t)
+	if st := h.s.Stats(); st.Active != 2 || st.Queued != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }
 
-func TestMaxThreadsQueuesFIFO(t *testing.T) {
-	s, _ := New(Config{MaxThreads: 1, QueueTimeout: 10 * time.Second})
-	ctx := context.Background()
-	first, err := s.Admit(ctx, Task{ConnID: 1})
+// TestStallLetsHighPriorityPastMaxThreads covers the deadlock rule: when
+// max_threads is taken by statements blocked on the server, a statement of
+// a session holding a backend (which may hold the locks they wait for)
+// still gets in after a stall.
+func TestStallLetsHighPriorityPastMaxThreads(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Size = 2; c.MaxThreads = 1 })
+	h.admit(0, false)
+	low := h.queue(2, false)
+	high := h.queue(1, true)
+	h.s.Tick()
+	h.s.Tick()
+	high.wait(t)
+	if low.admitted(t) {
+		t.Fatal("a low-priority statement passed max_threads")
+	}
+}
+
+// TestWaitingForBackendDoesNotCount covers statements waiting for a pool
+// connection: they leave their slot to one that holds a connection.
+func TestWaitingForBackendDoesNotCount(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0 })
+	a := h.admit(0, false)
+	pinned := h.queue(1, true)
+	a.WaitBegin()
+	pinned.wait(t)
+	a.WaitEnd() // the group is over its cap for a while, as a woken thread is
+	if g := h.group(0); g.Active != 2 || g.Waiting != 0 {
+		t.Fatalf("group %+v", g)
+	}
+	next := h.queue(2, false)
+	h.s.Release(pinned.task)
+	if next.admitted(t) {
+		t.Fatal("admitted while the group is still at its cap")
+	}
+	h.s.Release(a)
+	next.wait(t)
+}
+
+func TestEnterpriseLongStatementStopsCounting(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Algorithm = Enterprise
+		c.QueryThreadsPerGroup = 1
+		c.StallLimit = 500 * time.Millisecond
+	})
+	a := h.admit(0, false)
+	b := h.queue(1, false)
+	h.clock.Advance(400 * time.Millisecond)
+	h.s.Tick()
+	if b.admitted(t) {
+		t.Fatal("admitted before the running statement passed stall_limit")
+	}
+	h.clock.Advance(100 * time.Millisecond)
+	h.s.Tick()
+	b.wait(t)
+	if g := h.group(0); g.Stalled != 1 || g.Active != 1 || g.Stats.Stalls != 1 {
+		t.Fatalf("group %+v", g)
+	}
+	c := h.queue(2, false)
+	h.s.Release(a) // the stalled statement ends: it frees no counted slot
+	if c.admitted(t) {
+		t.Fatal("a stalled statement's end admitted another")
+	}
+	h.s.Release(b.task)
+	c.wait(t)
+	if g := h.group(0); g.Stalled != 0 || g.Active != 1 {
+		t.Fatalf("group %+v", g)
+	}
+}
+
+func TestEnterpriseIgnoresOversubscribe(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Algorithm = Enterprise; c.QueryThreadsPerGroup = 2; c.Oversubscribe = 0 })
+	h.admit(0, false)
+	h.admit(1, false)
+	h.queue(2, false)
+	if g := h.group(0); g.Capacity != 2 {
+		t.Fatalf("group %+v", g)
+	}
+}
+
+func TestQueueTimeout(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0; c.QueueTimeout = 20 * time.Millisecond })
+	h.admit(0, false)
+	err := h.s.Admit(context.Background(), &Task{ConnID: 1})
+	if !errors.Is(err, ErrQueueTimeout) {
+		t.Fatalf("err = %v", err)
+	}
+	<-h.queued
+	if g := h.group(0); g.QueuedLow != 0 || g.Stats.Timeouts != 1 {
+		t.Fatalf("group %+v", g)
+	}
+}
+
+func TestContextCancelLeavesQueue(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0 })
+	a := h.admit(0, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.s.Admit(ctx, &Task{ConnID: 1}) }()
+	<-h.queued
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	h.s.Release(a)
+	if st := h.s.Stats(); st.Active != 0 || st.Queued != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestResizeMovesQueuedStatements covers SET GLOBAL thread_pool_size with
+// statements queued: they move to their new groups and run; statements
+// executing finish where they started.
+func TestResizeMovesQueuedStatements(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0 })
+	a := h.admit(0, false)
+	b := h.queue(1, false)
+	c := h.queue(3, false)
+	cfg := h.s.Config()
+	cfg.Size = 2
+	if err := h.s.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(t) // group 1 of 2 is empty
+	if c.admitted(t) {
+		t.Fatal("conn 3 (group 1, behind conn 1) admitted past the cap")
+	}
+	h.s.Release(b.task)
+	c.wait(t)
+	h.s.Release(a)
+	h.s.Release(c.task)
+	if st := h.s.Stats(); st.Groups != 2 || st.Active != 0 || st.Queued != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestResizeUnderLoad changes size and algorithm while many sessions
+// admit and release: every statement is admitted and the counts return
+// to zero (run with -race).
+func TestResizeUnderLoad(t *testing.T) {
+	s, err := New(Config{Size: 3, Oversubscribe: 1, QueueTimeout: time.Minute, HighPrioTickets: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	order := make(chan uint32, 3)
-	for id := uint32(2); id <= 4; id++ {
-		go func(id uint32) {
-			sl, err := s.Admit(ctx, Task{ConnID: id})
-			if err != nil {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task := &Task{ConnID: uint32(i)}
+			for n := 0; n < 200; n++ {
+				task.Pinned = n%3 == 0
+				if err := s.Admit(context.Background(), task); err != nil {
+					t.Error(err)
+					return
+				}
+				if n%5 == 0 {
+					task.WaitBegin()
+					task.WaitEnd()
+				}
+				s.Release(task)
+			}
+		}()
+	}
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			cfg := s.Config()
+			cfg.Size = 1 + i%5
+			cfg.Algorithm = Algorithm(i % 2)
+			if err := s.Reconfigure(cfg); err != nil {
 				t.Error(err)
 				return
 			}
-			order <- id
-			s.Release(sl)
-		}(id)
-		waitQueued(t, s, int(id-1))
-	}
-	// A session holding a pinned backend is never queued.
-	pinned, err := s.Admit(ctx, Task{ConnID: 9, Pinned: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Release(pinned)
-	s.Release(first)
-	for want := uint32(2); want <= 4; want++ {
-		if got := <-order; got != want {
-			t.Fatalf("admitted %d before %d", got, want)
+			s.Tick()
 		}
-	}
-	if st := s.Stats(); st.Active != 0 || st.Queued != 0 || st.Waited != 3 {
-		t.Fatalf("stats %+v", st)
+	}()
+	wg.Wait()
+	close(stop)
+	if st := s.Stats(); st.Active != 0 || st.Queued != 0 || st.Waiting != 0 || st.Admitted != 64*200 {
+		t.Fatalf("stats after the load %+v", st)
 	}
 }
 
-func TestQueueTimeoutAndCancel(t *testing.T) {
-	s, _ := New(Config{MaxThreads: 1, QueueTimeout: 50 * time.Millisecond})
-	held, _ := s.Admit(context.Background(), Task{})
-	if _, err := s.Admit(context.Background(), Task{}); !errors.Is(err, ErrQueueTimeout) {
-		t.Fatalf("got %v, want ErrQueueTimeout", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := s.Admit(ctx, Task{}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("got %v, want context.Canceled", err)
-	}
-	s.Release(held)
-	if st := s.Stats(); st.Active != 0 || st.Queued != 0 || st.Timeouts != 1 {
-		t.Fatalf("a waiter that gave up left a trace: %+v", st)
-	}
-	sl, err := s.Admit(context.Background(), Task{})
-	if err != nil {
-		t.Fatalf("slot lost: %v", err)
-	}
-	s.Release(sl)
-}
-
-func waitQueued(t *testing.T, s *Scheduler, n int) {
-	t.Helper()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(5 * time.Second)
-	for s.Stats().Queued != n {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("queue never reached %d", n)
+func TestConfigValidation(t *testing.T) {
+	for _, c := range []Config{
+		{Size: -1}, {Size: MaxSize + 1}, {Oversubscribe: -1}, {MaxThreads: -5},
+		{StallLimit: time.Microsecond}, {IdleTimeout: -time.Second}, {Algorithm: 7}, {HighPrioMode: 9},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%+v: err = %v", c, err)
 		}
+	}
+	if _, err := ParseAlgorithm("enterprise"); err != nil {
+		t.Error(err)
+	}
+	if _, err := ParseHighPrioMode("sometimes"); !errors.Is(err, ErrBadConfig) {
+		t.Error(err)
 	}
 }

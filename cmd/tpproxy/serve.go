@@ -27,10 +27,16 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err := p.Start(ctx); err != nil {
 		return err
 	}
-	sched, err := scheduler.New(scheduler.Config{})
+	scfg, err := schedulerConfig(&cfg.ThreadPool)
 	if err != nil {
 		return err
 	}
+	sched, err := scheduler.New(scfg)
+	if err != nil {
+		return err
+	}
+	sched.Start()
+	defer sched.Close()
 	fcfg, err := proxyConfig(cfg, log)
 	if err != nil {
 		return err
@@ -44,11 +50,40 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	log.Info("tpproxy listening", "listen", ln.Addr().String(), "backend", cfg.Backend.Addr,
-		"pool_size", cfg.Backend.PoolSize, "server_version", p.ServerVersion())
+		"pool_size", cfg.Backend.PoolSize, "server_version", p.ServerVersion(),
+		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
+		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
 	err = srv.Serve(ctx, ln)
 	srv.Close()
 	log.Info("tpproxy stopped")
 	return err
+}
+
+// schedulerConfig maps the file's thread_pool section onto the scheduler's.
+func schedulerConfig(t *config.ThreadPool) (scheduler.Config, error) {
+	alg, err := scheduler.ParseAlgorithm(t.Algorithm)
+	if err != nil {
+		return scheduler.Config{}, err
+	}
+	mode, err := scheduler.ParseHighPrioMode(t.HighPrioMode)
+	if err != nil {
+		return scheduler.Config{}, err
+	}
+	c := scheduler.DefaultConfig()
+	c.Algorithm = alg
+	if t.Size > 0 {
+		c.Size = t.Size
+	}
+	c.StallLimit = t.StallLimit
+	c.Oversubscribe = t.Oversubscribe
+	c.QueryThreadsPerGroup = t.QueryThreadsPerGroup
+	c.MaxThreads = t.MaxThreads
+	c.IdleTimeout = t.IdleTimeout
+	c.PrioKickupTimer = t.PrioKickupTimer
+	c.HighPrioMode = mode
+	c.HighPrioTickets = t.HighPrioTickets
+	c.QueueTimeout = t.QueueTimeout
+	return c, c.Validate()
 }
 
 // poolConfig maps the file's backend section onto the pool's config.

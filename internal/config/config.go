@@ -71,10 +71,43 @@ type Config struct {
 	Users []User `mapstructure:"users"`
 	// Backend is the MySQL or MariaDB server behind the proxy.
 	Backend Backend `mapstructure:"backend"`
+	// ThreadPool is the thread-group scheduler in front of the backend.
+	ThreadPool ThreadPool `mapstructure:"thread_pool"`
 	// TLS is the client-side TLS; when set, clients may use SSL.
 	TLS TLS `mapstructure:"tls"`
 	// Log configures the process logger.
 	Log Log `mapstructure:"log"`
+}
+
+// ThreadPool configures the thread-group scheduler, with the meaning of the
+// servers' thread_pool_* variables.
+type ThreadPool struct {
+	// Algorithm is generic (MariaDB/Percona) or enterprise (MySQL Enterprise).
+	Algorithm string `mapstructure:"algorithm"`
+	// Size is the number of thread groups; 0 = the number of CPUs.
+	Size int `mapstructure:"size"`
+	// StallLimit is the stall detection tick.
+	StallLimit time.Duration `mapstructure:"stall_limit"`
+	// Oversubscribe: a group executes at most 1+oversubscribe statements
+	// at once unless stalled (generic).
+	Oversubscribe int `mapstructure:"oversubscribe"`
+	// QueryThreadsPerGroup is the enterprise algorithm's per-group cap.
+	QueryThreadsPerGroup int `mapstructure:"query_threads_per_group"`
+	// MaxThreads caps executing statements over all groups.
+	MaxThreads int `mapstructure:"max_threads"`
+	// IdleTimeout: stall-granted capacity unused this long is given back.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// PrioKickupTimer moves low-priority statements queued this long to
+	// the high-priority queue.
+	PrioKickupTimer time.Duration `mapstructure:"prio_kickup_timer"`
+	// HighPrioMode is transactions, statements or none.
+	HighPrioMode string `mapstructure:"high_prio_mode"`
+	// HighPrioTickets is how many high-priority admissions a session
+	// holding a backend gets in a row (transactions mode).
+	HighPrioTickets uint32 `mapstructure:"high_prio_tickets"`
+	// QueueTimeout is the longest a statement waits in a queue before the
+	// client gets ERR 9004.
+	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
 }
 
 // User is one account clients may log in with.
@@ -179,6 +212,19 @@ func Default() Config {
 			MaxLifetime:    time.Hour,
 			Collation:      "utf8mb4_general_ci",
 			TLS:            BackendTLS{Mode: TLSDisabled},
+		},
+		ThreadPool: ThreadPool{
+			Algorithm:            "generic",
+			Size:                 0,
+			StallLimit:           500 * time.Millisecond,
+			Oversubscribe:        3,
+			QueryThreadsPerGroup: 1,
+			MaxThreads:           256,
+			IdleTimeout:          60 * time.Second,
+			PrioKickupTimer:      time.Second,
+			HighPrioMode:         "transactions",
+			HighPrioTickets:      4294967295,
+			QueueTimeout:         30 * time.Second,
 		},
 		Log: Log{Level: LogLevelInfo, Format: LogFormatText},
 	}

@@ -35,6 +35,7 @@ func (c *Config) Validate() error {
 	}
 	v.users(c.Users)
 	v.backend(&c.Backend)
+	v.threadPool(&c.ThreadPool)
 	if _, err := c.TLS.Load(); err != nil {
 		v.add(err)
 	}
@@ -49,6 +50,42 @@ func (c *Config) Validate() error {
 		v.addf("log.format", "must be text or json, got %q", c.Log.Format)
 	}
 	return errors.Join(v.errs...)
+}
+
+// MaxThreadGroups bounds thread_pool.size.
+const MaxThreadGroups = 100000
+
+func (v *validator) threadPool(t *ThreadPool) {
+	switch t.Algorithm {
+	case "generic", "enterprise":
+	default:
+		v.addf("thread_pool.algorithm", "must be generic or enterprise, got %q", t.Algorithm)
+	}
+	if t.Size < 0 || t.Size > MaxThreadGroups {
+		v.addf("thread_pool.size", "must be 0 (number of CPUs) to %d, got %d", MaxThreadGroups, t.Size)
+	}
+	if t.StallLimit < time.Millisecond {
+		v.addf("thread_pool.stall_limit", "must be at least 1ms, got %s", t.StallLimit)
+	}
+	if t.Oversubscribe < 0 || t.Oversubscribe > 1000 {
+		v.addf("thread_pool.oversubscribe", "must be 0 to 1000, got %d", t.Oversubscribe)
+	}
+	if t.QueryThreadsPerGroup < 1 || t.QueryThreadsPerGroup > 4096 {
+		v.addf("thread_pool.query_threads_per_group", "must be 1 to 4096, got %d", t.QueryThreadsPerGroup)
+	}
+	if t.MaxThreads < 1 {
+		v.addf("thread_pool.max_threads", "must be at least 1, got %d", t.MaxThreads)
+	}
+	v.positive("thread_pool.idle_timeout", t.IdleTimeout)
+	if t.PrioKickupTimer < 0 {
+		v.addf("thread_pool.prio_kickup_timer", "must be 0 or greater, got %s", t.PrioKickupTimer)
+	}
+	switch t.HighPrioMode {
+	case "transactions", "statements", "none":
+	default:
+		v.addf("thread_pool.high_prio_mode", "must be transactions, statements or none, got %q", t.HighPrioMode)
+	}
+	v.positive("thread_pool.queue_timeout", t.QueueTimeout)
 }
 
 // validator collects problems in the order they are found.

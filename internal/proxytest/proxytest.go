@@ -85,8 +85,8 @@ func (e *Env) Root(t testing.TB) *sql.DB {
 	return db
 }
 
-// Options adjust the proxy StartProxy builds; zero values get test
-// defaults (pool of 4, user app/secret).
+// Options adjust the proxy StartProxy builds: mod functions see the test
+// defaults (pool of 4, user app/secret, scheduler.DefaultConfig).
 type Options struct {
 	Pool      pool.Config
 	Proxy     proxy.Config
@@ -118,6 +118,7 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 	o.Pool.Size = 4
 	o.Pool.AcquireTimeout = 5 * time.Second
 	o.Proxy.Users = []proxy.User{{Name: User, Plain: Password}}
+	o.Scheduler = scheduler.DefaultConfig()
 	for _, f := range mod {
 		f(&o)
 	}
@@ -146,6 +147,7 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 		cancel()
 		t.Fatal(err)
 	}
+	sched.Start()
 	srv, err := proxy.New(o.Proxy, p, sched)
 	if err != nil {
 		cancel()
@@ -172,6 +174,7 @@ func (p *Proxy) Close() {
 	p.cancel()
 	<-p.done
 	p.Server.Close()
+	p.Sched.Close()
 	p.Pool.Close()
 }
 

@@ -1,0 +1,89 @@
+package scheduler
+
+import "time"
+
+// GroupStats are a thread group's event counts (THREAD_POOL_STATS).
+type GroupStats struct {
+	Admitted     uint64        // statements admitted
+	HighAdmitted uint64        // of which from or straight past the high-priority queue
+	Queued       uint64        // statements that had to queue
+	QueueWait    time.Duration // total time queued statements waited
+	Timeouts     uint64        // statements that gave up after queue_timeout
+	Stalls       uint64        // generic: ticks that found the group stalled; enterprise: statements past stall_limit
+	KickUps      uint64        // low-priority statements moved to the high queue
+}
+
+// GroupInfo describes a thread group now (THREAD_POOL_GROUPS, _QUEUES).
+type GroupInfo struct {
+	ID int
+	// Active counts executing statements that count against Capacity;
+	// Waiting those waiting for a backend connection; Stalled
+	// (enterprise) those running past stall_limit.
+	Active, Waiting, Stalled int
+	// Capacity is the group's cap now: 1+oversubscribe plus Extra, the
+	// capacity stalls granted (generic), or query_threads_per_group.
+	Capacity, Extra       int
+	QueuedHigh, QueuedLow int
+	OldestHigh, OldestLow time.Duration // how long the head of each queue has waited
+	Stats                 GroupStats
+}
+
+// Groups returns a snapshot of every group.
+func (s *Scheduler) Groups() []GroupInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	out := make([]GroupInfo, len(s.groups))
+	for i, g := range s.groups {
+		gi := GroupInfo{ID: g.id, Active: g.active, Waiting: g.waiting, Stalled: g.stalled,
+			Capacity: s.capacity(g), Extra: g.extra, QueuedHigh: g.high.n, QueuedLow: g.low.n, Stats: g.stats}
+		if g.high.head != nil {
+			gi.OldestHigh = now.Sub(g.high.head.since)
+		}
+		if g.low.head != nil {
+			gi.OldestLow = now.Sub(g.low.head.since)
+		}
+		out[i] = gi
+	}
+	return out
+}
+
+// FlushStats zeroes the groups' counters (FLUSH THREAD_POOL_STATS).
+func (s *Scheduler) FlushStats() {
+	s.mu.Lock()
+	for _, g := range s.groups {
+		g.stats = GroupStats{}
+	}
+	s.mu.Unlock()
+}
+
+// Stats is a scheduler-wide snapshot.
+type Stats struct {
+	Groups  int
+	Active  int // statements counting against max_threads
+	Waiting int // admitted statements waiting for a backend connection
+	Queued  int // statements in queues now
+
+	Admitted uint64 // Admit calls that succeeded
+	Waited   uint64 // Admit calls that queued
+	Timeouts uint64
+	Stalls   uint64
+	KickUps  uint64
+}
+
+// Stats returns a snapshot.
+func (s *Scheduler) Stats() Stats {
+	s.mu.Lock()
+	st := Stats{Groups: len(s.groups), Active: s.active}
+	for _, g := range s.groups {
+		st.Waiting += g.waiting
+		st.Queued += g.high.n + g.low.n
+		st.Stalls += g.stats.Stalls
+		st.KickUps += g.stats.KickUps
+	}
+	s.mu.Unlock()
+	st.Admitted = s.admitted.Load()
+	st.Waited = s.queued.Load()
+	st.Timeouts = s.timeouts.Load()
+	return st
+}

@@ -45,12 +45,14 @@ type Task struct {
 	counted  bool // counts against its group's cap and max_threads
 	waiting  bool // between WaitBegin and WaitEnd
 	stalled  bool // enterprise: ran past stall_limit
+	bypass   bool // admitted past the caps (holds a backend, has tickets)
 	granted  bool // admitted by another goroutine while queued
 	high     bool // queued in the high-priority queue
 	tickets  uint32
 	ticketed bool      // tickets were handed out
 	since    time.Time // queued or started at
-	prev     *Task     // in a queue or a group's running list
+	in       *taskList // the queue or running list t is in, if any
+	prev     *Task
 	next     *Task
 	ch       chan struct{}
 	timer    *time.Timer // queue timeout, reused
@@ -63,6 +65,7 @@ type taskList struct {
 }
 
 func (l *taskList) push(t *Task) {
+	t.in = l
 	t.prev, t.next = l.tail, nil
 	if l.tail != nil {
 		l.tail.next = t
@@ -84,7 +87,7 @@ func (l *taskList) remove(t *Task) {
 	} else {
 		l.tail = t.prev
 	}
-	t.prev, t.next = nil, nil
+	t.prev, t.next, t.in = nil, nil, nil
 	l.n--
 }
 
@@ -94,6 +97,7 @@ type group struct {
 	active  int // executing statements that count against the cap
 	waiting int // admitted statements waiting for a backend connection
 	stalled int // enterprise: executing past stall_limit, not counted
+	pinned  int // statements of sessions holding a backend, admitted past the caps
 	// extra is capacity stall detection granted (generic); it is given
 	// back one unit per idle_timeout while the group does not need it.
 	extra     int
@@ -102,7 +106,9 @@ type group struct {
 	// nothing since the previous one.
 	admittedSinceTick bool
 	high, low         taskList
-	running           taskList // enterprise: counted executing statements
+	// running lists counted executing statements admitted under the
+	// enterprise algorithm (after a switch it drains as they end).
+	running taskList
 
 	stats GroupStats
 }
@@ -205,6 +211,20 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 	g := s.groups[int(t.ConnID)%len(s.groups)]
 	t.g = g
 	t.high = s.priority(t)
+	if t.high && t.Pinned && s.cfg.HighPrioMode == PrioTransactions {
+		// A session holding a backend of its own goes straight in and does
+		// not count against the caps: its backend is reserved anyway, and
+		// holding its statement back would only keep that backend idle
+		// while it holds the locks and the connection others wait for.
+		t.admitted, t.counted, t.stalled, t.waiting, t.bypass = true, false, false, false, true
+		g.pinned++
+		g.admittedSinceTick = true
+		g.stats.Admitted++
+		g.stats.HighAdmitted++
+		s.mu.Unlock()
+		s.admitted.Add(1)
+		return nil
+	}
 	if g.high.n == 0 && (t.high || g.low.n == 0) && s.room(g) {
 		s.admit(g, t, s.cfg.Now())
 		s.mu.Unlock()
@@ -270,7 +290,9 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 	return err
 }
 
-// priority decides t's queue, spending a ticket; mu is held.
+// priority decides whether t is high priority, spending a ticket; mu is
+// held. In transactions mode a high-priority statement (its session holds a
+// backend and has tickets left) is admitted at once.
 func (s *Scheduler) priority(t *Task) bool {
 	switch s.cfg.HighPrioMode {
 	case PrioStatements:
@@ -384,7 +406,7 @@ func (s *Scheduler) uncount(t *Task) {
 	t.counted = false
 	t.g.active--
 	s.active--
-	if s.cfg.Algorithm == Enterprise && (t.prev != nil || t.g.running.head == t) {
+	if t.in == &t.g.running {
 		t.g.running.remove(t)
 	}
 }
@@ -401,6 +423,10 @@ func (s *Scheduler) Release(t *Task) {
 	s.uncount(t)
 	if t.waiting {
 		g.waiting--
+	}
+	if t.bypass {
+		g.pinned--
+		t.bypass = false
 	}
 	if t.stalled {
 		g.stalled--
@@ -451,7 +477,7 @@ func (t *Task) WaitEnd() {
 	if t.admitted && t.waiting {
 		t.waiting = false
 		t.g.waiting--
-		if !t.stalled {
+		if !t.stalled && !t.bypass {
 			t.counted = true
 			t.g.active++
 			s.active++
@@ -484,11 +510,13 @@ func (s *Scheduler) Tick() {
 				g.extra++
 				g.stats.Stalls++
 				g.idleSince = time.Time{}
-				if s.active >= s.cfg.MaxThreads && g.high.head != nil {
-					// max_threads is reached too: let one high-priority
-					// statement (one that holds a backend and may hold the
-					// locks the others wait for) past it, or nothing moves.
-					s.grant(g, g.high.head, now)
+				if s.active >= s.cfg.MaxThreads {
+					// max_threads is reached too: let one statement of a
+					// session holding a backend (it may hold the locks the
+					// others wait for) past it, or nothing moves.
+					if t := firstPinned(g); t != nil {
+						s.grant(g, t, now)
+					}
 				}
 			}
 			s.giveBack(g, now)
@@ -507,6 +535,18 @@ func (s *Scheduler) Tick() {
 		s.dispatch(g, now)
 		g.admittedSinceTick = false
 	}
+}
+
+// firstPinned is the first queued task whose session holds a backend.
+func firstPinned(g *group) *Task {
+	for _, l := range []*taskList{&g.high, &g.low} {
+		for t := l.head; t != nil; t = t.next {
+			if t.Pinned {
+				return t
+			}
+		}
+	}
+	return nil
 }
 
 // giveBack returns one unit of stall-granted capacity per idle_timeout
@@ -546,14 +586,6 @@ func (s *Scheduler) Reconfigure(cfg Config) error {
 	now := cfg.Now()
 	if cfg.Size != len(s.groups) {
 		s.resize(cfg.Size)
-	}
-	if cfg.Algorithm != old.Algorithm {
-		// Running lists exist for enterprise only.
-		for _, g := range s.groups {
-			for t := g.running.head; t != nil; t = g.running.head {
-				g.running.remove(t)
-			}
-		}
 	}
 	for _, g := range s.groups {
 		s.dispatch(g, now)

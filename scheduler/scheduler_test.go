@@ -173,37 +173,67 @@ func TestGenericStallAdmitsOneMoreAndIdleTimeoutGivesItBack(t *testing.T) {
 }
 
 func TestKickUp(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0; c.PrioKickupTimer = time.Second })
+	h := newHarness(t, func(c *Config) {
+		c.Oversubscribe = 0
+		c.PrioKickupTimer = time.Second
+		c.HighPrioMode = PrioNone
+	})
 	a := h.admit(0, false)
-	low := h.queue(1, false)
-	h.clock.Advance(1500 * time.Millisecond)
-	h.s.Tick() // a was admitted since the last tick: no stall; the kick-up happens
-	// A high-priority statement arriving now queues behind the kicked-up one.
-	high := h.queue(2, true)
-	if g := h.group(0); g.Stats.KickUps != 1 || g.QueuedHigh != 2 || g.QueuedLow != 0 {
+	first := h.queue(1, false)
+	h.clock.Advance(500 * time.Millisecond)
+	second := h.queue(2, false)
+	h.clock.Advance(time.Second)
+	h.s.Tick() // first has waited 1.5 s, second 1 s: both move up, in order
+	h.clock.Advance(200 * time.Millisecond)
+	third := h.queue(3, false)
+	if g := h.group(0); g.Stats.KickUps != 2 || g.QueuedHigh != 2 || g.QueuedLow != 1 {
 		t.Fatalf("group %+v", g)
 	}
 	h.s.Release(a)
-	low.wait(t)
-	if high.admitted(t) {
-		t.Fatal("the later high-priority statement went first")
+	first.wait(t)
+	h.s.Release(first.task)
+	second.wait(t)
+	if third.admitted(t) {
+		t.Fatal("the low-priority statement went before a kicked-up one")
 	}
-	h.s.Release(low.task)
-	high.wait(t)
+	h.s.Release(second.task)
+	third.wait(t)
 }
 
-func TestHighPriorityGoesFirst(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0; c.PrioKickupTimer = time.Hour })
+// TestPinnedSessionsGoStraightIn covers high_prio_mode=transactions: a
+// session holding a backend (transaction, locks) is admitted at once and
+// does not count against the cap, while its tickets last; then it queues
+// like any other.
+func TestPinnedSessionsGoStraightIn(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0; c.HighPrioTickets = 2 })
 	a := h.admit(0, false)
 	low := h.queue(1, false)
-	high := h.queue(2, true) // holds a backend: a transaction
-	h.s.Release(a)
-	high.wait(t)
-	if low.admitted(t) {
-		t.Fatal("low-priority statement admitted before the high one")
+	pinned := &Task{ConnID: 2, Pinned: true}
+	for i := range 2 {
+		if err := h.s.Admit(context.Background(), pinned); err != nil {
+			t.Fatal(err)
+		}
+		if g := h.group(0); g.Pinned != 1 || g.Active != 1 {
+			t.Fatalf("pinned statement %d: group %+v", i, g)
+		}
+		h.s.Release(pinned)
+		if low.admitted(t) {
+			t.Fatal("a pinned statement's release admitted a queued one: it counted")
+		}
 	}
-	h.s.Release(high.task)
+	// Tickets spent: the next one queues behind the low-priority statement.
+	third := &pending{task: pinned, done: make(chan error, 1)}
+	go func() { third.done <- h.s.Admit(context.Background(), pinned) }()
+	if q := <-h.queued; q != pinned {
+		t.Fatal("another task queued")
+	}
+	h.s.Release(a)
 	low.wait(t)
+	if third.admitted(t) {
+		t.Fatal("admitted out of turn without tickets")
+	}
+	h.s.Release(low.task)
+	third.wait(t)
 }
 
 func TestHighPrioTicketsAndModes(t *testing.T) {
@@ -253,37 +283,40 @@ func TestMaxThreadsAcrossGroups(t *testing.T) {
 	}
 }
 
-// TestStallLetsHighPriorityPastMaxThreads covers the deadlock rule: when
+// TestStallLetsPinnedPastMaxThreads covers the deadlock rule: when
 // max_threads is taken by statements blocked on the server, a statement of
 // a session holding a backend (which may hold the locks they wait for)
-// still gets in after a stall.
-func TestStallLetsHighPriorityPastMaxThreads(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Size = 2; c.MaxThreads = 1 })
+// still gets in after a stall, even when it has no tickets left.
+func TestStallLetsPinnedPastMaxThreads(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Size = 2; c.MaxThreads = 1; c.HighPrioTickets = 0 })
 	h.admit(0, false)
 	low := h.queue(2, false)
-	high := h.queue(1, true)
+	pinned := h.queue(1, true)
 	h.s.Tick()
 	h.s.Tick()
-	high.wait(t)
+	pinned.wait(t)
 	if low.admitted(t) {
-		t.Fatal("a low-priority statement passed max_threads")
+		t.Fatal("a statement of a session without a backend passed max_threads")
 	}
 }
 
 // TestWaitingForBackendDoesNotCount covers statements waiting for a pool
-// connection: they leave their slot to one that holds a connection.
+// connection: they leave their slot to another statement.
 func TestWaitingForBackendDoesNotCount(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0 })
 	a := h.admit(0, false)
-	pinned := h.queue(1, true)
+	b := h.queue(1, false)
 	a.WaitBegin()
-	pinned.wait(t)
+	b.wait(t)
+	if g := h.group(0); g.Active != 1 || g.Waiting != 1 {
+		t.Fatalf("group %+v", g)
+	}
 	a.WaitEnd() // the group is over its cap for a while, as a woken thread is
 	if g := h.group(0); g.Active != 2 || g.Waiting != 0 {
 		t.Fatalf("group %+v", g)
 	}
 	next := h.queue(2, false)
-	h.s.Release(pinned.task)
+	h.s.Release(b.task)
 	if next.admitted(t) {
 		t.Fatal("admitted while the group is still at its cap")
 	}
@@ -436,7 +469,7 @@ func TestResizeUnderLoad(t *testing.T) {
 	}()
 	wg.Wait()
 	close(stop)
-	if st := s.Stats(); st.Active != 0 || st.Queued != 0 || st.Waiting != 0 || st.Admitted != 64*200 {
+	if st := s.Stats(); st.Active != 0 || st.Queued != 0 || st.Waiting != 0 || st.Pinned != 0 || st.Admitted != 64*200 {
 		t.Fatalf("stats after the load %+v", st)
 	}
 }

@@ -18,8 +18,9 @@ type GroupInfo struct {
 	ID int
 	// Active counts executing statements that count against Capacity;
 	// Waiting those waiting for a backend connection; Stalled
-	// (enterprise) those running past stall_limit.
-	Active, Waiting, Stalled int
+	// (enterprise) those running past stall_limit; Pinned those of
+	// sessions holding a backend, admitted past the cap.
+	Active, Waiting, Stalled, Pinned int
 	// Capacity is the group's cap now: 1+oversubscribe plus Extra, the
 	// capacity stalls granted (generic), or query_threads_per_group.
 	Capacity, Extra       int
@@ -35,7 +36,7 @@ func (s *Scheduler) Groups() []GroupInfo {
 	now := s.cfg.Now()
 	out := make([]GroupInfo, len(s.groups))
 	for i, g := range s.groups {
-		gi := GroupInfo{ID: g.id, Active: g.active, Waiting: g.waiting, Stalled: g.stalled,
+		gi := GroupInfo{ID: g.id, Active: g.active, Waiting: g.waiting, Stalled: g.stalled, Pinned: g.pinned,
 			Capacity: s.capacity(g), Extra: g.extra, QueuedHigh: g.high.n, QueuedLow: g.low.n, Stats: g.stats}
 		if g.high.head != nil {
 			gi.OldestHigh = now.Sub(g.high.head.since)
@@ -62,6 +63,7 @@ type Stats struct {
 	Groups  int
 	Active  int // statements counting against max_threads
 	Waiting int // admitted statements waiting for a backend connection
+	Pinned  int // executing statements of sessions holding a backend (not capped)
 	Queued  int // statements in queues now
 
 	Admitted uint64 // Admit calls that succeeded
@@ -77,6 +79,7 @@ func (s *Scheduler) Stats() Stats {
 	st := Stats{Groups: len(s.groups), Active: s.active}
 	for _, g := range s.groups {
 		st.Waiting += g.waiting
+		st.Pinned += g.pinned
 		st.Queued += g.high.n + g.low.n
 		st.Stalls += g.stats.Stalls
 		st.KickUps += g.stats.KickUps

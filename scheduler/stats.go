@@ -90,3 +90,38 @@ func (s *Scheduler) Stats() Stats {
 	st.Timeouts = s.timeouts.Load()
 	return st
 }
+
+// QueuedStatement is one statement waiting in a queue (THREAD_POOL_QUEUES).
+type QueuedStatement struct {
+	Group    int
+	Position int // 0-based, within its queue
+	High     bool
+	ConnID   uint32
+	Waited   time.Duration
+}
+
+// Queues lists every queued statement, per group high queue first.
+func (s *Scheduler) Queues() []QueuedStatement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	var out []QueuedStatement
+	for _, g := range s.groups {
+		for _, l := range []*taskList{&g.high, &g.low} {
+			pos := 0
+			for t := l.head; t != nil; t = t.next {
+				out = append(out, QueuedStatement{Group: g.id, Position: pos, High: l == &g.high,
+					ConnID: t.ConnID, Waited: now.Sub(t.since)})
+				pos++
+			}
+		}
+	}
+	return out
+}
+
+// GroupOf returns the group a connection id belongs to now.
+func (s *Scheduler) GroupOf(connID uint32) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int(connID) % len(s.groups)
+}

@@ -195,3 +195,25 @@ func (s *Session) kill(ctx context.Context, id uint32, query bool) (quit bool, e
 	t.mu.Unlock()
 	return false, s.writeOK()
 }
+
+// ErrNoSuchSession is returned by Kill for an id no session has.
+var ErrNoSuchSession = errors.New("proxy: no such session")
+
+// Kill kills session id's running statement (query) or the session
+// itself, on behalf of an operator (the admin port): no owner check.
+func (srv *Server) Kill(id uint32, query bool) error {
+	t := srv.session(id)
+	if t == nil {
+		return fmt.Errorf("%w: %d", ErrNoSuchSession, id)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !query {
+		t.killed = true
+		t.closeConn()
+	}
+	if t.cur != nil {
+		t.killLocked(true)
+	}
+	return nil
+}

@@ -48,12 +48,14 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		return err
 	}
 
-	s.beginExec(c)
 	res := result{scoped: info.Flags&(sqlscan.FlagSetStatement|sqlscan.FlagStatementTimeout) != 0}
 	s.tracked = s.tracked[:0]
 	q := p[1:]
 	if run != nil {
 		q = run.cs.e.sql
+	}
+	s.beginExec(c, p[0], q)
+	if run != nil {
 		err = s.sendStmt(ctx, c, p, run, &res)
 	} else {
 		c.StartCommand()

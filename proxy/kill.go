@@ -21,10 +21,12 @@ const killTimeout = 5 * time.Second
 
 // beginExec records that c runs a statement of this session, so KILL and
 // the disconnect watcher can find it.
-func (s *Session) beginExec(c *pool.Conn) {
+func (s *Session) beginExec(c *pool.Conn, cmd byte, q []byte) {
 	s.mu.Lock()
 	s.cur = c
 	s.curSince = time.Now()
+	s.curCmd = cmd
+	s.curInfoLen = copy(s.curInfo[:], q)
 	s.mu.Unlock()
 }
 

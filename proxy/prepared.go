@@ -397,7 +397,7 @@ func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
 	}
 	c := s.pinned
 	mysqlwire.PutStmtID(p, cs.cursor)
-	s.beginExec(c)
+	s.beginExec(c, comStmtFetch, cs.e.sql)
 	c.StartCommand()
 	err := c.Writer().WritePacket(p)
 	if err == nil {

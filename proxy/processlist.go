@@ -12,9 +12,12 @@ type SessionInfo struct {
 	Host   string
 	Schema string
 	// Executing is set while a statement runs on a backend; Since is when
-	// it started.
+	// it started, Command its command (Query, Execute, Fetch, Field List,
+	// ...) and Info the start of its SQL text (at most 100 bytes).
 	Executing bool
 	Since     time.Time
+	Command   string
+	Info      string
 	// BackendThread is the server thread id of the connection running the
 	// statement or pinned to the session; 0 when there is none.
 	BackendThread uint32
@@ -52,8 +55,38 @@ func (s *Session) info() SessionInfo {
 		in.Executing = true
 		in.Since = s.curSince
 		in.BackendThread = s.cur.ThreadID()
+		in.Command = commandName(s.curCmd)
+		in.Info = string(s.curInfo[:s.curInfoLen])
 	}
 	return in
+}
+
+// infoLen is how much of a statement's text the processlist shows.
+const infoLen = 100
+
+// commandName names a command as SHOW PROCESSLIST does.
+func commandName(cmd byte) string {
+	switch cmd {
+	case comQuery:
+		return "Query"
+	case comStmtExecute:
+		return "Execute"
+	case comStmtFetch:
+		return "Fetch"
+	case comStmtPrepare:
+		return "Prepare"
+	case comFieldList:
+		return "Field List"
+	case comStatistics:
+		return "Statistics"
+	case comRefresh:
+		return "Refresh"
+	case comProcessInfo:
+		return "Processlist"
+	case comDebug:
+		return "Debug"
+	}
+	return "Sleep"
 }
 
 // publish mirrors the session goroutine's view for Sessions.

@@ -71,15 +71,18 @@ type Session struct {
 	// mu guards the fields below, shared with KILL from other sessions and
 	// with the disconnect watcher. A KILL QUERY is sent while mu is held,
 	// so the backend thread it names cannot be handed to another session.
-	mu        sync.Mutex
-	cur       *pool.Conn // backend running this session's statement
-	curSince  time.Time
-	watchDone chan struct{} // non-nil while a watcher goroutine runs
-	noWatch   bool          // the session goroutine reads from the client mid-statement
-	killed    bool          // KILL CONNECTION: end after the current statement
-	gone      bool          // the watcher saw the client disconnect
-	pub       SessionInfo   // published view of the goroutine-owned fields
-	pubPins   pinReason     // the pins pub shows
+	mu         sync.Mutex
+	cur        *pool.Conn // backend running this session's statement
+	curSince   time.Time
+	curCmd     byte          // its command
+	curInfo    [infoLen]byte // the start of its SQL text, for the processlist
+	curInfoLen int
+	watchDone  chan struct{} // non-nil while a watcher goroutine runs
+	noWatch    bool          // the session goroutine reads from the client mid-statement
+	killed     bool          // KILL CONNECTION: end after the current statement
+	gone       bool          // the watcher saw the client disconnect
+	pub        SessionInfo   // published view of the goroutine-owned fields
+	pubPins    pinReason     // the pins pub shows
 }
 
 func newSession(srv *Server, nc net.Conn) *Session {

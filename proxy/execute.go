@@ -95,6 +95,9 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 // ok means it may, and Release must follow. Otherwise the client has been
 // told why (queue timeout) and err is only a failure to tell it.
 func (s *Session) admit(ctx context.Context) (ok bool, err error) {
+	if s.extra != nil {
+		return true, nil // the extra port is the way in when the pool is blocked
+	}
 	s.task.Pinned = s.pinned != nil
 	aerr := s.srv.sched.Admit(ctx, &s.task)
 	if aerr == nil {
@@ -164,7 +167,7 @@ func (s *Session) backendFailed(c *pool.Conn, res *result, err error) error {
 	if lost {
 		s.loseBackend()
 	} else {
-		s.srv.pool.Release(c)
+		s.pool.Release(c)
 	}
 	s.logger().Warn("backend connection failed during statement", "thread_id", c.ThreadID(), "err", err)
 	if res.sent > 0 || res.clientErr != nil {

@@ -119,7 +119,7 @@ func (s *Session) killCurrent(c *pool.Conn) {
 func (s *Session) killLocked(query bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 	defer cancel()
-	if err := s.srv.pool.Kill(ctx, s.cur.ThreadID(), query); err != nil {
+	if err := s.pool.Kill(ctx, s.cur.ThreadID(), query); err != nil {
 		s.logger().Warn("kill on backend failed", "thread_id", s.cur.ThreadID(), "err", err)
 	}
 }

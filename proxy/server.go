@@ -106,6 +106,7 @@ type Server struct {
 	mu        sync.Mutex
 	sessions  map[uint32]*Session
 	listeners []net.Listener
+	extras    []*extraPort
 	closed    bool
 
 	wg    sync.WaitGroup
@@ -147,14 +148,36 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 // in are not affected.
 func (srv *Server) SetUsers(users []User) { srv.users.Store(newUserStore(users)) }
 
+// extraPort is a second client port (thread_pool.extra_port): its
+// sessions bypass admission and use a few reserved backend connections,
+// so an operator can always get in.
+type extraPort struct {
+	pool *pool.Pool
+	max  int
+	n    int // sessions now; guarded by Server.mu
+}
+
 // Serve accepts connections on ln until ctx ends or Close is called.
 func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return srv.serve(ctx, ln, nil)
+}
+
+// ServeExtra serves the extra port on ln: at most maxConns sessions, which
+// bypass the scheduler and run on p's connections (a small pool of its own).
+func (srv *Server) ServeExtra(ctx context.Context, ln net.Listener, p *pool.Pool, maxConns int) error {
+	return srv.serve(ctx, ln, &extraPort{pool: p, max: max(maxConns, 1)})
+}
+
+func (srv *Server) serve(ctx context.Context, ln net.Listener, extra *extraPort) error {
 	srv.mu.Lock()
 	if srv.closed {
 		srv.mu.Unlock()
 		return net.ErrClosed
 	}
 	srv.listeners = append(srv.listeners, ln)
+	if extra != nil {
+		srv.extras = append(srv.extras, extra)
+	}
 	srv.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer stop()
@@ -181,17 +204,17 @@ func (srv *Server) Serve(ctx context.Context, ln net.Listener) error {
 		delay = 0
 		srv.stats.accepted.Add(1)
 		srv.wg.Add(1)
-		go srv.serveConn(ctx, nc)
+		go srv.serveConn(ctx, nc, extra)
 	}
 }
 
 // serveConn runs one client connection from handshake to teardown.
-func (srv *Server) serveConn(ctx context.Context, nc net.Conn) {
+func (srv *Server) serveConn(ctx context.Context, nc net.Conn, extra *extraPort) {
 	defer srv.wg.Done()
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	s := newSession(srv, nc)
+	s := newSession(srv, nc, extra)
 	if !srv.register(s) {
 		srv.stats.rejected.Add(1)
 		s.rejectTooMany()
@@ -205,16 +228,36 @@ func (srv *Server) serveConn(ctx context.Context, nc net.Conn) {
 func (srv *Server) register(s *Session) bool {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if srv.closed || len(srv.sessions) >= srv.cfg.MaxClientConnections {
+	if srv.closed {
+		return false
+	}
+	if x := s.extra; x != nil {
+		if x.n >= x.max {
+			return false
+		}
+		x.n++
+	} else if len(srv.sessions)-srv.extraSessions() >= srv.cfg.MaxClientConnections {
 		return false
 	}
 	srv.sessions[s.id] = s
 	return true
 }
 
+// extraSessions counts the extra port's sessions; mu is held.
+func (srv *Server) extraSessions() int {
+	n := 0
+	for _, x := range srv.extras {
+		n += x.n
+	}
+	return n
+}
+
 func (srv *Server) unregister(s *Session) {
 	srv.mu.Lock()
 	delete(srv.sessions, s.id)
+	if s.extra != nil {
+		s.extra.n--
+	}
 	srv.mu.Unlock()
 }
 

@@ -19,7 +19,12 @@ import (
 // Session is one client connection. Its goroutine owns everything except
 // the fields under mu, which KILL and the disconnect watcher also touch.
 type Session struct {
-	srv    *Server
+	srv *Server
+	// pool is where the session's backend connections come from: the
+	// server's, or the extra port's reserved ones.
+	pool *pool.Pool
+	// extra marks a session of the extra port: it bypasses admission.
+	extra  *extraPort
 	id     uint32
 	nc     net.Conn
 	tls    bool
@@ -85,8 +90,11 @@ type Session struct {
 	pubPins    pinReason     // the pins pub shows
 }
 
-func newSession(srv *Server, nc net.Conn) *Session {
-	s := &Session{srv: srv, nc: nc, remote: nc.RemoteAddr().String(), rowCount: -1}
+func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
+	s := &Session{srv: srv, pool: srv.pool, extra: extra, nc: nc, remote: nc.RemoteAddr().String(), rowCount: -1}
+	if extra != nil {
+		s.pool = extra.pool
+	}
 	s.id = srv.nextID()
 	s.task.ConnID = s.id
 	s.r = mysqlwire.NewReader(nc, s.small[:], srv.bufs)
@@ -175,7 +183,7 @@ func (s *Session) teardown() {
 	s.dropStmts()
 	if s.pinned != nil {
 		s.pinned.MarkDirty() // whatever pinned it must not reach the next user
-		s.srv.pool.Release(s.pinned)
+		s.pool.Release(s.pinned)
 		s.pinned = nil
 		s.pinnedNow.Store(false)
 	}
@@ -240,13 +248,13 @@ func (s *Session) backend(ctx context.Context) (*pool.Conn, error) {
 	c := s.pinned
 	if c == nil {
 		var err error
-		if c, err = s.srv.pool.AcquireWaiting(ctx, &s.state, &s.task); err != nil {
+		if c, err = s.pool.AcquireWaiting(ctx, &s.state, &s.task); err != nil {
 			return nil, err
 		}
 	}
 	if err := c.Sync(ctx, &s.state); err != nil {
 		if c != s.pinned {
-			s.srv.pool.Release(c)
+			s.pool.Release(c)
 		} else if c.Broken() {
 			s.loseBackend()
 		}
@@ -258,7 +266,7 @@ func (s *Session) backend(ctx context.Context) (*pool.Conn, error) {
 // releaseIfUnpinned returns c to the pool unless the session keeps it.
 func (s *Session) releaseIfUnpinned(c *pool.Conn) {
 	if c != s.pinned {
-		s.srv.pool.Release(c)
+		s.pool.Release(c)
 	}
 }
 
@@ -270,7 +278,7 @@ func (s *Session) loseBackend() {
 		return
 	}
 	s.pinned.MarkBroken()
-	s.srv.pool.Release(s.pinned)
+	s.pool.Release(s.pinned)
 	s.pinned = nil
 	s.pinnedNow.Store(false)
 	s.pins = 0
@@ -292,9 +300,9 @@ func (s *Session) setPinned(c *pool.Conn, pins pinReason) {
 	case pins == 0 && s.pinned != nil:
 		s.pinned = nil
 		s.pinnedNow.Store(false)
-		s.srv.pool.Release(c)
+		s.pool.Release(c)
 	case pins == 0:
-		s.srv.pool.Release(c)
+		s.pool.Release(c)
 	}
 }
 
@@ -304,7 +312,7 @@ func (s *Session) unpinForReset() {
 	s.dropStmts()
 	if s.pinned != nil {
 		s.pinned.MarkDirty()
-		s.srv.pool.Release(s.pinned)
+		s.pool.Release(s.pinned)
 		s.pinned = nil
 		s.pinnedNow.Store(false)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 
 	"github.com/tpproxy/tpproxy/internal/config"
 	"github.com/tpproxy/tpproxy/pool"
@@ -49,14 +50,56 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
+	extraDone := make(chan error, 1)
+	if port := cfg.ThreadPool.ExtraPort; port != 0 {
+		xp, xln, err := startExtraPort(ctx, cfg, pcfg, log)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer xp.Close()
+		log.Info("extra port listening", "listen", xln.Addr().String(), "max_connections", cfg.ThreadPool.ExtraMaxConnections)
+		go func() { extraDone <- srv.ServeExtra(ctx, xln, xp, cfg.ThreadPool.ExtraMaxConnections) }()
+	} else {
+		extraDone <- nil
+	}
 	log.Info("tpproxy listening", "listen", ln.Addr().String(), "backend", cfg.Backend.Addr,
 		"pool_size", cfg.Backend.PoolSize, "server_version", p.ServerVersion(),
 		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
 		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
 	err = srv.Serve(ctx, ln)
+	if xerr := <-extraDone; err == nil {
+		err = xerr
+	}
 	srv.Close()
 	log.Info("tpproxy stopped")
 	return err
+}
+
+// startExtraPort opens thread_pool.extra_port on listen's host, with a pool
+// of extra_max_connections backend connections of its own.
+func startExtraPort(ctx context.Context, cfg *config.Config, pcfg pool.Config, log *slog.Logger) (*pool.Pool, net.Listener, error) {
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	pcfg.Size = cfg.ThreadPool.ExtraMaxConnections
+	pcfg.Logger = log.With("component", "extra_pool")
+	xp, err := pool.New(pcfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := xp.Start(ctx); err != nil {
+		xp.Close()
+		return nil, nil, err
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(cfg.ThreadPool.ExtraPort))
+	xln, err := net.Listen("tcp", addr)
+	if err != nil {
+		xp.Close()
+		return nil, nil, fmt.Errorf("extra port %s: %w", addr, err)
+	}
+	return xp, xln, nil
 }
 
 // schedulerConfig maps the file's thread_pool section onto the scheduler's.

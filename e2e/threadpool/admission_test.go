@@ -228,3 +228,77 @@ func TestQueueTimeoutIsClearError(t *testing.T) {
 		t.Fatalf("after the timeout: %d, %v", one, err)
 	}
 }
+
+// TestExtraPortGetsIn: with the only thread group full and the only backend
+// connection held by a transaction, a session on the extra port still runs
+// statements at once; the extra port takes no more sessions than allowed.
+func TestExtraPortGetsIn(t *testing.T) {
+	px := env.StartProxy(t, func(o *proxytest.Options) {
+		o.Pool.Size = 1
+		o.Pool.AcquireTimeout = 20 * time.Second
+		o.Scheduler.Size = 1
+		o.Scheduler.Oversubscribe = 0
+		o.Scheduler.StallLimit = 30 * time.Second
+		o.ExtraPort = 1
+	})
+	ctx := context.Background()
+	cs := conns(t, px, 3)
+	// The only backend connection: pinned by a transaction.
+	if _, err := cs[0].ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[0].ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	// The only slot: a statement waiting for that connection... it does not
+	// count while waiting, so a second one fills the slot for real.
+	blocked := make(chan error, 2)
+	for _, c := range cs[1:] {
+		go func() {
+			_, err := c.ExecContext(ctx, "DO 1")
+			blocked <- err
+		}()
+	}
+	waitFor(t, "both statements stuck", func() bool {
+		st := px.Sched.Stats()
+		return st.Waiting+st.Active+st.Queued == 2 && px.Pool.Stats().Waiting >= 1
+	})
+	xdb, err := sql.Open("mysql", proxytest.User+":"+proxytest.Password+"@tcp("+px.ExtraAddr+")/"+proxytest.DB+"?interpolateParams=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xdb.Close()
+	xdb.SetMaxOpenConns(2)
+	xc, err := xdb.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xc.Close()
+	start := time.Now()
+	var id int64
+	if err := xc.QueryRowContext(ctx, "SELECT CONNECTION_ID() + 0 FROM DUAL WHERE 1 = 1").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("extra port statement took %s", el)
+	}
+	// A second extra-port session is over extra_max_connections.
+	xc2, err := xdb.Conn(ctx)
+	if err == nil {
+		err = xc2.PingContext(ctx)
+		_ = xc2.Close()
+	}
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1040 {
+		t.Fatalf("second extra-port session: %v, want ERROR 1040", err)
+	}
+	// Ending the transaction lets the stuck statements finish.
+	if _, err := cs[0].ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-blocked; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -73,6 +73,8 @@ type Config struct {
 	Backend Backend `mapstructure:"backend"`
 	// ThreadPool is the thread-group scheduler in front of the backend.
 	ThreadPool ThreadPool `mapstructure:"thread_pool"`
+	// Admin is the admin port.
+	Admin Admin `mapstructure:"admin"`
 	// TLS is the client-side TLS; when set, clients may use SSL.
 	TLS TLS `mapstructure:"tls"`
 	// Log configures the process logger.
@@ -108,6 +110,22 @@ type ThreadPool struct {
 	// QueueTimeout is the longest a statement waits in a queue before the
 	// client gets ERR 9004.
 	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
+	// ExtraPort is a second client port on listen's host (0 = none) whose
+	// sessions bypass the thread pool and run on reserved backend
+	// connections, so an operator can always get in.
+	ExtraPort int `mapstructure:"extra_port"`
+	// ExtraMaxConnections caps sessions on the extra port; it is also the
+	// number of backend connections reserved for them.
+	ExtraMaxConnections int `mapstructure:"extra_max_connections"`
+}
+
+// Admin is the MySQL-protocol admin port.
+type Admin struct {
+	// Listen is host:port; "" turns the admin port off.
+	Listen string `mapstructure:"listen"`
+	// User and Password are the admin credentials (not the users list).
+	User     string `mapstructure:"user"`
+	Password string `mapstructure:"password"`
 }
 
 // User is one account clients may log in with.
@@ -225,7 +243,10 @@ func Default() Config {
 			HighPrioMode:         "transactions",
 			HighPrioTickets:      4294967295,
 			QueueTimeout:         30 * time.Second,
+			ExtraPort:            0,
+			ExtraMaxConnections:  1,
 		},
+		Admin: Admin{Listen: "127.0.0.1:6032", User: "admin", Password: "admin"},
 		Log: Log{Level: LogLevelInfo, Format: LogFormatText},
 	}
 }

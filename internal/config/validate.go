@@ -36,6 +36,12 @@ func (c *Config) Validate() error {
 	v.users(c.Users)
 	v.backend(&c.Backend)
 	v.threadPool(&c.ThreadPool)
+	v.admin(&c.Admin)
+	if c.ThreadPool.ExtraPort != 0 {
+		if _, port, err := net.SplitHostPort(c.Listen); err == nil && port == strconv.Itoa(c.ThreadPool.ExtraPort) {
+			v.addf("thread_pool.extra_port", "must differ from the port of listen (%s)", c.Listen)
+		}
+	}
 	if _, err := c.TLS.Load(); err != nil {
 		v.add(err)
 	}
@@ -86,6 +92,22 @@ func (v *validator) threadPool(t *ThreadPool) {
 		v.addf("thread_pool.high_prio_mode", "must be transactions, statements or none, got %q", t.HighPrioMode)
 	}
 	v.positive("thread_pool.queue_timeout", t.QueueTimeout)
+	if t.ExtraPort < 0 || t.ExtraPort > 65535 {
+		v.addf("thread_pool.extra_port", "must be 0 (none) or a port 1..65535, got %d", t.ExtraPort)
+	}
+	if t.ExtraMaxConnections < 1 || t.ExtraMaxConnections > 100 {
+		v.addf("thread_pool.extra_max_connections", "must be 1 to 100, got %d", t.ExtraMaxConnections)
+	}
+}
+
+func (v *validator) admin(a *Admin) {
+	if a.Listen == "" {
+		return
+	}
+	v.addr("admin.listen", a.Listen, 0)
+	if a.User == "" {
+		v.addf("admin.user", "must not be empty")
+	}
 }
 
 // validator collects problems in the order they are found.

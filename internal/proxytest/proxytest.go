@@ -91,6 +91,9 @@ type Options struct {
 	Pool      pool.Config
 	Proxy     proxy.Config
 	Scheduler scheduler.Config
+	// ExtraPort, when above 0, also serves an extra port for that many
+	// sessions, on a reserved pool of one backend connection.
+	ExtraPort int
 	// Log receives the proxy's logs; default discards below warnings.
 	Log io.Writer
 }
@@ -103,8 +106,12 @@ type Proxy struct {
 	Server *proxy.Server
 	Pool   *pool.Pool
 	Sched  *scheduler.Scheduler
-	cancel context.CancelFunc
-	done   chan struct{}
+	// ExtraAddr and ExtraPool are the extra port's, when Options.ExtraPort is set.
+	ExtraAddr string
+	ExtraPool *pool.Pool
+	cancel    context.CancelFunc
+	done      chan struct{}
+	extraDone chan struct{}
 }
 
 // StartProxy starts a proxy in front of the env's server, stopped when t
@@ -165,6 +172,26 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 		defer close(px.done)
 		_ = srv.Serve(ctx, ln)
 	}()
+	if o.ExtraPort > 0 {
+		xcfg := o.Pool
+		xcfg.Size = 1
+		xp, err := pool.New(xcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := xp.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		xln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		px.ExtraAddr, px.ExtraPool, px.extraDone = xln.Addr().String(), xp, make(chan struct{})
+		go func() {
+			defer close(px.extraDone)
+			_ = srv.ServeExtra(ctx, xln, xp, o.ExtraPort)
+		}()
+	}
 	t.Cleanup(px.Close)
 	return px
 }
@@ -173,9 +200,15 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 func (p *Proxy) Close() {
 	p.cancel()
 	<-p.done
+	if p.extraDone != nil {
+		<-p.extraDone
+	}
 	p.Server.Close()
 	p.Sched.Close()
 	p.Pool.Close()
+	if p.ExtraPool != nil {
+		p.ExtraPool.Close()
+	}
 }
 
 // DSN is a go-sql-driver DSN through the proxy for app/secret on the test

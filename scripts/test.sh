@@ -22,5 +22,7 @@ done <<'TARGETS'
 ./proxy FuzzParseHandshakeResponse
 ./proxy FuzzParseChangeUser
 ./pool FuzzParseGreeting
+./admin FuzzParse
+./admin FuzzHandshake
 TARGETS
 echo "all tests passed"

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/tpproxy/tpproxy/admin"
 	"github.com/tpproxy/tpproxy/internal/config"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
@@ -50,6 +51,28 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
+	adminDone := make(chan error, 1)
+	if cfg.Admin.Listen != "" {
+		adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, User: cfg.Admin.User,
+			Password: cfg.Admin.Password, Logger: log.With("component", "admin")}, sched, srv, p)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		aln, err := net.Listen("tcp", cfg.Admin.Listen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("admin listen %s: %w", cfg.Admin.Listen, err)
+		}
+		defer adm.Close()
+		if cfg.Admin.Password == "admin" && !isLoopback(aln.Addr()) {
+			log.Warn("the admin port listens beyond loopback with the default password; set admin.password", "listen", aln.Addr().String())
+		}
+		log.Info("admin port listening", "listen", aln.Addr().String())
+		go func() { adminDone <- adm.Serve(ctx, aln) }()
+	} else {
+		adminDone <- nil
+	}
 	extraDone := make(chan error, 1)
 	if port := cfg.ThreadPool.ExtraPort; port != 0 {
 		xp, xln, err := startExtraPort(ctx, cfg, pcfg, log)
@@ -71,9 +94,18 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if xerr := <-extraDone; err == nil {
 		err = xerr
 	}
+	if aerr := <-adminDone; err == nil {
+		err = aerr
+	}
 	srv.Close()
 	log.Info("tpproxy stopped")
 	return err
+}
+
+// isLoopback reports whether a listener address is on loopback only.
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // startExtraPort opens thread_pool.extra_port on listen's host, with a pool

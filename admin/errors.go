@@ -1,0 +1,166 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/tpproxy/tpproxy/proxy"
+	"github.com/tpproxy/tpproxy/scheduler"
+)
+
+// ErrBadConfig marks an invalid Config.
+var ErrBadConfig = errors.New("admin: invalid config")
+
+// errBadHandshake: the client's login packets could not be parsed.
+var errBadHandshake = errors.New("admin: malformed handshake")
+
+// Classes of statement errors. Each becomes one MySQL error code in
+// toMySQL; the message the client sees is built with the error.
+var (
+	// errUnsupported: a statement the admin port does not know.
+	errUnsupported = errors.New("admin: unsupported statement")
+	// errSyntax: a known statement written in a way it does not accept.
+	errSyntax = errors.New("admin: syntax error")
+	// errEmpty: nothing but whitespace, comments and semicolons.
+	errEmpty = errors.New("admin: empty query")
+	// errUnknownVariable: a system variable the admin port does not have.
+	errUnknownVariable = errors.New("admin: unknown system variable")
+	// errReadOnly: SET of a variable that only reports a value.
+	errReadOnly = errors.New("admin: read-only variable")
+	// errGlobalOnly: SET SESSION of a global variable.
+	errGlobalOnly = errors.New("admin: global variable set without GLOBAL")
+	// errNotSession: @@session.x of a global variable.
+	errNotSession = errors.New("admin: global variable read as a session variable")
+	// errWrongValue: a value out of range or not one of the allowed words.
+	errWrongValue = errors.New("admin: wrong value for variable")
+	// errWrongType: a string for a number, a fraction for an integer...
+	errWrongType = errors.New("admin: wrong type for variable")
+	// errUnknownColumn: a column the table does not have.
+	errUnknownColumn = errors.New("admin: unknown column")
+	// errUnknownTable: a table information_schema does not have here.
+	errUnknownTable = errors.New("admin: unknown table")
+	// errNoSuchThread: KILL of an id no client session has.
+	errNoSuchThread = errors.New("admin: no such session")
+	// errPrepared: the binary protocol, which the admin port does not speak.
+	errPrepared = errors.New("admin: prepared statements are not supported")
+	// errUnknownCommand: a protocol command other than query, ping,
+	// init_db, quit, set_option and reset_connection.
+	errUnknownCommand = errors.New("admin: unknown command")
+)
+
+// unsupportedMsg lists what the admin port understands.
+const unsupportedMsg = "tpproxy admin: unsupported statement; supported: SHOW VARIABLES, SET GLOBAL, " +
+	"SELECT ... FROM information_schema.THREAD_POOL_*, FLUSH THREAD_POOL_STATS, SHOW PROCESSLIST, SHOW STATUS, KILL"
+
+// stmtError is an error with the text the client is to see.
+type stmtError struct {
+	kind error // one of the classes above
+	msg  string
+}
+
+func (e *stmtError) Error() string { return e.msg }
+func (e *stmtError) Unwrap() error { return e.kind }
+
+func newErr(kind error, format string, args ...any) error {
+	return &stmtError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+func unsupported() error { return &stmtError{kind: errUnsupported, msg: unsupportedMsg} }
+
+// syntaxError reports q as wrong from byte pos on.
+func syntaxError(q string, pos int) error {
+	near := q[min(pos, len(q)):]
+	if len(near) > 60 {
+		cut := 60
+		for cut > 0 && !utf8.RuneStart(near[cut]) {
+			cut--
+		}
+		near = near[:cut]
+	}
+	return newErr(errSyntax, "tpproxy admin: syntax error near '%s'", near)
+}
+
+func unknownVariable(name string) error {
+	return newErr(errUnknownVariable, "Unknown system variable '%s'", name)
+}
+
+func readOnly(name string) error {
+	return newErr(errReadOnly, "Variable '%s' is a read only variable", name)
+}
+
+func globalOnly(name string) error {
+	return newErr(errGlobalOnly, "Variable '%s' is a GLOBAL variable and should be set with SET GLOBAL", name)
+}
+
+func notSession(name string) error {
+	return newErr(errNotSession, "Variable '%s' is a GLOBAL variable", name)
+}
+
+func wrongValue(name, value string) error {
+	return newErr(errWrongValue, "Variable '%s' can't be set to the value of '%s'", name, value)
+}
+
+func wrongType(name string) error {
+	return newErr(errWrongType, "Incorrect argument type to variable '%s'", name)
+}
+
+func unknownColumn(name, clause string) error {
+	return newErr(errUnknownColumn, "Unknown column '%s' in '%s'", name, clause)
+}
+
+func unknownTable(name, schema string) error {
+	return newErr(errUnknownTable, "Unknown table '%s' in %s", name, schema)
+}
+
+func noSuchThread(id string) error {
+	return newErr(errNoSuchThread, "Unknown thread id: %s", id)
+}
+
+// errCodes maps the classes to MySQL error codes.
+var errCodes = []struct {
+	kind error
+	code uint16
+}{
+	{errUnsupported, mysql.ER_PARSE_ERROR},
+	{errSyntax, mysql.ER_PARSE_ERROR},
+	{errEmpty, mysql.ER_EMPTY_QUERY},
+	{errUnknownVariable, mysql.ER_UNKNOWN_SYSTEM_VARIABLE},
+	{errReadOnly, mysql.ER_INCORRECT_GLOBAL_LOCAL_VAR},
+	{errNotSession, mysql.ER_INCORRECT_GLOBAL_LOCAL_VAR},
+	{errGlobalOnly, mysql.ER_GLOBAL_VARIABLE},
+	{errWrongValue, mysql.ER_WRONG_VALUE_FOR_VAR},
+	{errWrongType, mysql.ER_WRONG_TYPE_FOR_VAR},
+	{errUnknownColumn, mysql.ER_BAD_FIELD_ERROR},
+	{errUnknownTable, mysql.ER_UNKNOWN_TABLE},
+	{errNoSuchThread, mysql.ER_NO_SUCH_THREAD},
+	{errPrepared, mysql.ER_UNSUPPORTED_PS},
+	{errUnknownCommand, mysql.ER_UNKNOWN_COM_ERROR},
+}
+
+// toMySQL turns any error of a statement into the ERR packet the client
+// gets. go-mysql writes only a *mysql.MyError as it is, so this is the one
+// place that decides codes.
+func toMySQL(err error) *mysql.MyError {
+	var me *mysql.MyError
+	if errors.As(err, &me) {
+		return me
+	}
+	var se *stmtError
+	if errors.As(err, &se) {
+		for _, c := range errCodes {
+			if errors.Is(se.kind, c.kind) {
+				return mysql.NewError(c.code, se.msg)
+			}
+		}
+	}
+	switch {
+	case errors.Is(err, proxy.ErrNoSuchSession):
+		return mysql.NewError(mysql.ER_NO_SUCH_THREAD, "tpproxy admin: "+err.Error())
+	case errors.Is(err, scheduler.ErrBadConfig):
+		return mysql.NewError(mysql.ER_WRONG_VALUE_FOR_VAR, "tpproxy admin: "+err.Error())
+	}
+	return mysql.NewError(mysql.ER_UNKNOWN_ERROR, "tpproxy admin: "+err.Error())
+}

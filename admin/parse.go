@@ -1,0 +1,597 @@
+package admin
+
+import (
+	"strconv"
+	"strings"
+)
+
+// scope is the scope a variable is named with.
+type scope uint8
+
+const (
+	scopeNone    scope = iota // no modifier: @@x, or x in SET
+	scopeGlobal               // GLOBAL, @@global.
+	scopeSession              // SESSION, LOCAL, @@session., @@local.
+)
+
+// literal is a value in a statement.
+type literal struct {
+	kind tokKind // tokNumber, tokString or tokWord
+	text string  // as written for numbers (with sign) and words; unescaped for strings
+}
+
+// statement is one parsed admin statement.
+type statement interface{ stmt() }
+
+// showVariables is SHOW [GLOBAL|SESSION] VARIABLES [LIKE 'p'].
+type showVariables struct{ like *string }
+
+// showStatus is SHOW [GLOBAL|SESSION] STATUS [LIKE 'p'].
+type showStatus struct{ like *string }
+
+// showProcesslist is SHOW [FULL] PROCESSLIST.
+type showProcesslist struct{ full bool }
+
+// selectVars is SELECT @@x [AS a], ... [LIMIT ...].
+type selectVars struct {
+	items []varItem
+	limit limit
+}
+
+// varItem is one @@[scope.]name in a select list.
+type varItem struct {
+	scope  scope
+	name   string
+	header string // the column name: the alias, or the expression as written
+}
+
+// setStmt is SET with one or more assignments.
+type setStmt struct{ assigns []assignment }
+
+// assignment is one name = value of a SET.
+type assignment struct {
+	scope scope
+	name  string // lower case
+	value literal
+	// charset marks SET NAMES and SET CHARACTER SET, which have no name.
+	charset bool
+}
+
+// selectTable is SELECT ... FROM [information_schema.]table ....
+type selectTable struct {
+	star   bool
+	cols   []selectCol
+	schema string // "" when not written
+	table  string
+	where  []condition
+	order  []orderKey
+	limit  limit
+}
+
+// selectCol is a column of a select list.
+type selectCol struct{ name, header string }
+
+// condition is col op value in a WHERE clause.
+type condition struct {
+	col   string
+	op    string // = != < <= > >= like
+	value literal
+}
+
+// orderKey is one ORDER BY key: a column name or a 1-based position.
+type orderKey struct {
+	col  string
+	pos  int
+	desc bool
+}
+
+// limit is LIMIT count [OFFSET offset]; count < 0 means no limit.
+type limit struct{ count, offset int64 }
+
+var noLimit = limit{count: -1}
+
+// flushStats is FLUSH THREAD_POOL_STATS.
+type flushStats struct{}
+
+// kill is KILL [CONNECTION|QUERY] id.
+type kill struct {
+	query bool
+	id    string // as written: it may not fit a session id
+}
+
+func (showVariables) stmt()   {}
+func (showStatus) stmt()      {}
+func (showProcesslist) stmt() {}
+func (selectVars) stmt()      {}
+func (setStmt) stmt()         {}
+func (selectTable) stmt()     {}
+func (flushStats) stmt()      {}
+func (kill) stmt()            {}
+
+// parser reads one statement from its tokens.
+type parser struct {
+	q    string
+	toks []token
+	i    int
+}
+
+// parse parses one admin statement with an optional trailing semicolon.
+func parse(q string) (statement, error) {
+	toks, err := lex(q)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{q: q, toks: toks}
+	for p.peek().is(";") {
+		p.i++
+	}
+	if p.peek().kind == tokEOF {
+		return nil, newErr(errEmpty, "Query was empty")
+	}
+	var st statement
+	switch t := p.next(); {
+	case t.isWord("show"):
+		st, err = p.show()
+	case t.isWord("set"):
+		st, err = p.set()
+	case t.isWord("select"):
+		st, err = p.selectStmt()
+	case t.isWord("flush"):
+		if !p.word("thread_pool_stats") {
+			return nil, unsupported()
+		}
+		st = flushStats{}
+	case t.isWord("kill"):
+		st, err = p.kill()
+	default:
+		return nil, unsupported()
+	}
+	if err != nil {
+		return nil, err
+	}
+	for p.peek().is(";") {
+		p.i++
+	}
+	if p.peek().kind != tokEOF {
+		return nil, p.errHere()
+	}
+	return st, nil
+}
+
+func (p *parser) peek() token { return p.toks[p.i] }
+
+// next consumes a token; at the end it keeps returning tokEOF.
+func (p *parser) next() token {
+	t := p.toks[p.i]
+	if t.kind != tokEOF {
+		p.i++
+	}
+	return t
+}
+
+// word consumes the keyword kw if it comes next.
+func (p *parser) word(kw string) bool {
+	if p.peek().isWord(kw) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// punct consumes the operator op if it comes next.
+func (p *parser) punct(op string) bool {
+	if p.peek().is(op) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// errHere is a syntax error at the next token.
+func (p *parser) errHere() error { return syntaxError(p.q, p.peek().pos) }
+
+// ident reads an identifier, quoted or not.
+func (p *parser) ident() (string, error) {
+	t := p.peek()
+	if t.kind != tokWord && t.kind != tokQuoted {
+		return "", p.errHere()
+	}
+	p.i++
+	return t.text, nil
+}
+
+// pattern reads LIKE 'pattern' if it comes next.
+func (p *parser) pattern() (*string, error) {
+	if !p.word("like") {
+		return nil, nil
+	}
+	t := p.next()
+	if t.kind != tokString {
+		return nil, syntaxError(p.q, t.pos)
+	}
+	return &t.text, nil
+}
+
+func (p *parser) show() (statement, error) {
+	if p.word("full") {
+		if !p.word("processlist") {
+			return nil, unsupported()
+		}
+		return showProcesslist{full: true}, nil
+	}
+	if p.word("processlist") {
+		return showProcesslist{}, nil
+	}
+	_ = p.word("global") || p.word("session") || p.word("local")
+	switch {
+	case p.word("variables"):
+		like, err := p.pattern()
+		return showVariables{like: like}, err
+	case p.word("status"):
+		like, err := p.pattern()
+		return showStatus{like: like}, err
+	}
+	return nil, unsupported()
+}
+
+func (p *parser) kill() (statement, error) {
+	var k kill
+	if p.word("query") {
+		k.query = true
+	} else {
+		_ = p.word("connection")
+	}
+	t := p.next()
+	if t.kind != tokNumber || strings.ContainsAny(t.text, ".eE") {
+		return nil, syntaxError(p.q, t.pos)
+	}
+	k.id = t.text
+	return k, nil
+}
+
+// sysVar reads [scope.]name after @@.
+func (p *parser) sysVar() (scope, string, error) {
+	name, err := p.ident()
+	if err != nil {
+		return 0, "", err
+	}
+	if !p.peek().is(".") {
+		return scopeNone, name, nil
+	}
+	var sc scope
+	switch strings.ToLower(name) {
+	case "global":
+		sc = scopeGlobal
+	case "session", "local":
+		sc = scopeSession
+	default:
+		return 0, "", p.errHere()
+	}
+	p.i++
+	name, err = p.ident()
+	return sc, name, err
+}
+
+// set reads the assignments of SET. A GLOBAL or SESSION keyword applies to
+// the assignments after it that have no scope of their own, as in MySQL.
+func (p *parser) set() (statement, error) {
+	var st setStmt
+	sticky := scopeNone
+	for {
+		a := assignment{}
+		switch {
+		case p.word("names"):
+			a.charset = true
+			if err := p.charsetValue(true); err != nil {
+				return nil, err
+			}
+		case p.word("charset"):
+			a.charset = true
+			if err := p.charsetValue(false); err != nil {
+				return nil, err
+			}
+		case p.peek().isWord("character") && p.toks[p.i+1].isWord("set"):
+			p.i += 2
+			a.charset = true
+			if err := p.charsetValue(false); err != nil {
+				return nil, err
+			}
+		default:
+			if err := p.assignment(&a, &sticky); err != nil {
+				return nil, err
+			}
+		}
+		st.assigns = append(st.assigns, a)
+		if !p.punct(",") {
+			return st, nil
+		}
+	}
+}
+
+// assignment reads [GLOBAL|SESSION|LOCAL] name = value or
+// @@[scope.]name = value.
+func (p *parser) assignment(a *assignment, sticky *scope) error {
+	switch {
+	case p.punct("@@"):
+		sc, name, err := p.sysVar()
+		if err != nil {
+			return err
+		}
+		a.scope, a.name = sc, name
+	case p.peek().is("@"):
+		return unsupported() // user variables
+	default:
+		switch {
+		case p.word("global"):
+			*sticky = scopeGlobal
+		case p.word("session"), p.word("local"):
+			*sticky = scopeSession
+		}
+		if p.punct("@@") {
+			sc, name, err := p.sysVar()
+			if err != nil {
+				return err
+			}
+			a.scope, a.name = sc, name
+		} else {
+			name, err := p.ident()
+			if err != nil {
+				return err
+			}
+			a.name = name
+		}
+	}
+	if a.scope == scopeNone {
+		a.scope = *sticky
+	}
+	a.name = strings.ToLower(a.name)
+	if !p.punct("=") && !p.punct(":=") {
+		return p.errHere()
+	}
+	v, err := p.value()
+	if err != nil {
+		return err
+	}
+	a.value = v
+	return nil
+}
+
+// charsetValue reads the charset of SET NAMES / CHARACTER SET and, for
+// NAMES, an optional COLLATE. The admin port ignores both.
+func (p *parser) charsetValue(collate bool) error {
+	if _, err := p.value(); err != nil {
+		return err
+	}
+	if collate && p.word("collate") {
+		if _, err := p.value(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// value reads a number (with an optional sign), a string or a word.
+func (p *parser) value() (literal, error) {
+	sign := ""
+	if p.peek().is("-") || p.peek().is("+") {
+		sign = p.next().text
+		if p.peek().kind != tokNumber {
+			return literal{}, p.errHere()
+		}
+	}
+	t := p.next()
+	switch t.kind {
+	case tokNumber:
+		return literal{kind: tokNumber, text: sign + t.text}, nil
+	case tokString:
+		return literal{kind: tokString, text: t.text}, nil
+	case tokWord, tokQuoted:
+		return literal{kind: tokWord, text: t.text}, nil
+	}
+	return literal{}, syntaxError(p.q, t.pos)
+}
+
+// selectStmt reads SELECT @@... or SELECT ... FROM table.
+func (p *parser) selectStmt() (statement, error) {
+	if p.peek().is("@@") {
+		return p.selectVars()
+	}
+	var st selectTable
+	if p.punct("*") {
+		st.star = true
+	} else {
+		for {
+			t := p.peek()
+			if t.kind != tokWord && t.kind != tokQuoted {
+				// SELECT 1, SELECT NOW(), ...
+				return nil, unsupported()
+			}
+			name, _ := p.ident()
+			alias, err := p.alias("from")
+			if err != nil {
+				return nil, err
+			}
+			if alias == "" {
+				alias = name
+			}
+			st.cols = append(st.cols, selectCol{name: name, header: alias})
+			if !p.punct(",") {
+				break
+			}
+		}
+	}
+	if !p.word("from") {
+		return nil, unsupported()
+	}
+	name, err := p.ident()
+	if err != nil {
+		return nil, err
+	}
+	if p.punct(".") {
+		st.schema = name
+		if name, err = p.ident(); err != nil {
+			return nil, err
+		}
+	}
+	st.table = name
+	if p.word("where") {
+		if st.where, err = p.conditions(); err != nil {
+			return nil, err
+		}
+	}
+	if p.word("order") {
+		if !p.word("by") {
+			return nil, p.errHere()
+		}
+		if st.order, err = p.orderBy(); err != nil {
+			return nil, err
+		}
+	}
+	st.limit, err = p.limit()
+	return st, err
+}
+
+// alias reads [AS] alias, where a bare word other than stop is an alias.
+func (p *parser) alias(stop string) (string, error) {
+	if p.word("as") {
+		return p.ident()
+	}
+	t := p.peek()
+	if (t.kind == tokWord && !t.isWord(stop) && !t.isWord("limit")) || t.kind == tokQuoted {
+		p.i++
+		return t.text, nil
+	}
+	return "", nil
+}
+
+func (p *parser) selectVars() (statement, error) {
+	var st selectVars
+	for {
+		start := p.peek().pos
+		if !p.punct("@@") {
+			return nil, unsupported()
+		}
+		sc, name, err := p.sysVar()
+		if err != nil {
+			return nil, err
+		}
+		header := p.q[start:p.toks[p.i-1].end]
+		alias, err := p.alias("from")
+		if err != nil {
+			return nil, err
+		}
+		if alias != "" {
+			header = alias
+		}
+		st.items = append(st.items, varItem{scope: sc, name: strings.ToLower(name), header: header})
+		if !p.punct(",") {
+			break
+		}
+	}
+	if p.peek().isWord("from") {
+		return nil, unsupported()
+	}
+	var err error
+	st.limit, err = p.limit()
+	return st, err
+}
+
+// conditions reads col op value [AND col op value ...].
+func (p *parser) conditions() ([]condition, error) {
+	var out []condition
+	for {
+		col, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		c := condition{col: col}
+		t := p.next()
+		switch {
+		case t.isWord("like"):
+			c.op = "like"
+		case t.is("<>"):
+			c.op = "!="
+		case t.is("=") || t.is("!=") || t.is("<") || t.is("<=") || t.is(">") || t.is(">="):
+			c.op = t.text
+		default:
+			return nil, syntaxError(p.q, t.pos)
+		}
+		vt := p.peek()
+		if c.value, err = p.value(); err != nil {
+			return nil, err
+		}
+		if c.value.kind == tokWord {
+			// A bare word would be a column to MySQL; the admin port
+			// compares with constants only.
+			return nil, syntaxError(p.q, vt.pos)
+		}
+		out = append(out, c)
+		if !p.word("and") {
+			return out, nil
+		}
+	}
+}
+
+func (p *parser) orderBy() ([]orderKey, error) {
+	var out []orderKey
+	for {
+		var k orderKey
+		if t := p.peek(); t.kind == tokNumber {
+			n, err := strconv.Atoi(t.text)
+			if err != nil {
+				return nil, p.errHere()
+			}
+			p.i++
+			k.pos = n
+		} else {
+			col, err := p.ident()
+			if err != nil {
+				return nil, err
+			}
+			k.col = col
+		}
+		if p.word("desc") {
+			k.desc = true
+		} else {
+			_ = p.word("asc")
+		}
+		out = append(out, k)
+		if !p.punct(",") {
+			return out, nil
+		}
+	}
+}
+
+// limit reads [LIMIT n [OFFSET m] | LIMIT m, n].
+func (p *parser) limit() (limit, error) {
+	if !p.word("limit") {
+		return noLimit, nil
+	}
+	n, err := p.count()
+	if err != nil {
+		return limit{}, err
+	}
+	switch {
+	case p.punct(","):
+		m, err := p.count()
+		return limit{count: m, offset: n}, err
+	case p.word("offset"):
+		m, err := p.count()
+		return limit{count: n, offset: m}, err
+	}
+	return limit{count: n}, nil
+}
+
+// count reads a non-negative integer.
+func (p *parser) count() (int64, error) {
+	t := p.peek()
+	if t.kind != tokNumber {
+		return 0, p.errHere()
+	}
+	n, err := strconv.ParseInt(t.text, 10, 64)
+	if err != nil {
+		return 0, p.errHere()
+	}
+	p.i++
+	return n, nil
+}

@@ -1,0 +1,176 @@
+package admin
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/tpproxy/tpproxy/proxy"
+)
+
+// infoLen is how much of a statement SHOW PROCESSLIST shows without FULL.
+const infoLen = 100
+
+var processlistCols = []column{
+	{"Id", colInt}, {"User", colString}, {"Host", colString}, {"db", colString}, {"Command", colString},
+	{"Time", colInt}, {"State", colString}, {"Info", colString}, {"Group", colInt},
+	{"Backend_thread", colInt}, {"Pin_reason", colString},
+}
+
+// nullIfEmpty is NULL for "", as the server shows a missing db or Info.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// showProcesslist lists the proxy's client sessions (not admin sessions)
+// ordered by id.
+func (a *Server) showProcesslist(st showProcesslist) *mysql.Result {
+	queued := make(map[uint32]bool)
+	for _, q := range a.sched.Queues() {
+		queued[q.ConnID] = true
+	}
+	now := time.Now()
+	sessions := a.front.Sessions()
+	rows := make([][]any, 0, len(sessions))
+	for _, s := range sessions {
+		rows = append(rows, a.processRow(s, queued[s.ID], st.full, now))
+	}
+	return resultSet(processlistCols, rows)
+}
+
+func (a *Server) processRow(s proxy.SessionInfo, queued, full bool, now time.Time) []any {
+	state := "idle"
+	switch {
+	case queued:
+		state = "queued"
+	case s.Executing:
+		state = "executing"
+	case s.Pinned:
+		state = "pinned"
+	}
+	cmd := s.Command
+	if cmd == "" {
+		cmd = "Sleep"
+	}
+	var secs int64
+	if s.Executing {
+		secs = int64(now.Sub(s.Since) / time.Second)
+	}
+	info := s.Info
+	if !full && len(info) > infoLen {
+		cut := infoLen
+		for cut > 0 && !utf8.RuneStart(info[cut]) {
+			cut-- // do not split a character
+		}
+		info = info[:cut]
+	}
+	var backend any
+	if s.BackendThread != 0 {
+		backend = int64(s.BackendThread)
+	}
+	return []any{
+		int64(s.ID), s.User, s.Host, nullIfEmpty(s.Schema), cmd, secs, state, nullIfEmpty(info),
+		int64(a.sched.GroupOf(s.ID)), backend, nullIfEmpty(s.PinReasons),
+	}
+}
+
+// showStatus answers SHOW STATUS: counters of the scheduler, front end and
+// pool under the names of the server's status variables where one fits.
+func (a *Server) showStatus(st showStatus) *mysql.Result {
+	ss := a.sched.Stats()
+	var threads, idle int
+	for _, g := range a.sched.Groups() {
+		threads += g.Active + g.Waiting + g.Stalled + g.Pinned
+		idle += g.Waiting
+	}
+	fs := a.front.Stats()
+	ps := a.pool.Stats()
+	rows := []nameValue{
+		{"Aborted_connects", int64(fs.AuthFailures)},
+		{"Backend_pool_idle", int64(ps.Idle)},
+		{"Backend_pool_in_use", int64(ps.InUse)},
+		{"Backend_pool_size", int64(ps.Size)},
+		{"Backend_pool_waits", int64(ps.Waits)},
+		{"Pins_total", int64(fs.Pins)},
+		{"Prepared_stmt_backend", ps.PreparedOpen},
+		{"Prepared_stmt_client", fs.ClientStatements},
+		{"Questions", int64(fs.Statements)},
+		{"Sessions_pinned", int64(fs.Pinned)},
+		{"Threadpool_admitted", int64(ss.Admitted)},
+		{"Threadpool_idle_threads", int64(idle)},
+		{"Threadpool_kickups", int64(ss.KickUps)},
+		{"Threadpool_queue_timeouts", int64(ss.Timeouts)},
+		{"Threadpool_queued", int64(ss.Queued)},
+		{"Threadpool_stalls", int64(ss.Stalls)},
+		{"Threadpool_threads", int64(threads)},
+		{"Threadpool_waited", int64(ss.Waited)},
+		{"Threads_connected", int64(fs.Sessions)},
+		{"Threads_running", int64(ss.Active + ss.Pinned)},
+	}
+	return nameValues(rows, st.like)
+}
+
+// kill runs KILL [QUERY] on a client session of the proxy.
+func (a *Server) kill(st kill) error {
+	id, err := strconv.ParseUint(st.id, 10, 64)
+	if err != nil || id > math.MaxUint32 {
+		return noSuchThread(st.id)
+	}
+	if err := a.front.Kill(uint32(id), st.query); err != nil {
+		if errors.Is(err, proxy.ErrNoSuchSession) {
+			return noSuchThread(st.id)
+		}
+		return err
+	}
+	what := "connection"
+	if st.query {
+		what = "query"
+	}
+	a.log.Info("admin: kill", "what", what, "conn_id", id)
+	return nil
+}
+
+// run executes one parsed statement.
+func (a *Server) run(st statement) (*mysql.Result, error) {
+	switch st := st.(type) {
+	case showVariables:
+		return a.showVariables(st), nil
+	case showStatus:
+		return a.showStatus(st), nil
+	case showProcesslist:
+		return a.showProcesslist(st), nil
+	case selectVars:
+		return a.selectVars(st)
+	case selectTable:
+		return a.selectTable(st)
+	case setStmt:
+		return okResult(), a.set(st)
+	case flushStats:
+		a.sched.FlushStats()
+		a.log.Info("admin: thread pool stats flushed")
+		return okResult(), nil
+	case kill:
+		return okResult(), a.kill(st)
+	}
+	return nil, unsupported()
+}
+
+// okResult is an OK packet.
+func okResult() *mysql.Result { return &mysql.Result{} }
+
+// query parses and runs one COM_QUERY.
+func (a *Server) query(q string) (*mysql.Result, error) {
+	st, err := parse(strings.TrimSpace(q))
+	if err != nil {
+		return nil, err
+	}
+	return a.run(st)
+}

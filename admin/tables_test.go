@@ -1,0 +1,332 @@
+package admin
+
+import (
+	"database/sql"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/proxytest"
+)
+
+var groupCols = []string{"GROUP_ID", "CONNECTIONS", "THREADS", "ACTIVE_THREADS", "STANDBY_THREADS", "QUEUE_LENGTH",
+	"HAS_LISTENER", "IS_STALLED", "CAPACITY", "EXTRA", "PINNED", "STALLED_STATEMENTS", "QUEUE_HIGH", "QUEUE_LOW"}
+
+var statsCols = []string{"GROUP_ID", "THREAD_CREATIONS", "THREAD_CREATIONS_DUE_TO_STALL", "WAKES", "WAKES_DUE_TO_STALL",
+	"THROTTLES", "STALLS", "POLLS_BY_LISTENER", "POLLS_BY_WORKER", "DEQUEUES_BY_LISTENER", "DEQUEUES_BY_WORKER",
+	"ADMITTED", "HIGH_PRIORITY_ADMITTED", "QUEUED", "QUEUE_WAIT_MICROSECONDS", "QUEUE_TIMEOUTS", "KICKUPS"}
+
+func TestThreadPoolGroups(t *testing.T) {
+	ae := startAdmin(t, func(o *proxytest.Options) { o.Scheduler.Size = 4 })
+	adm := ae.admin(t)
+	want := make([]int, 4) // connections per group
+	for range 6 {
+		_, id := clientSession(t, ae.px)
+		want[id%4]++
+	}
+
+	r := mustQuery(t, adm, "SELECT * FROM information_schema.THREAD_POOL_GROUPS")
+	if !slices.Equal(r.cols, groupCols) {
+		t.Fatalf("columns %v", r.cols)
+	}
+	if got := r.col("GROUP_ID"); !slices.Equal(got, []string{"0", "1", "2", "3"}) {
+		t.Fatalf("groups %v", got)
+	}
+	for i, row := range r.rows {
+		g := ae.px.Sched.Groups()[i]
+		if row[1] != strconv.Itoa(want[i]) {
+			t.Errorf("group %d: CONNECTIONS %s, want %d", i, row[1], want[i])
+		}
+		if row[6] != "1" || row[7] != "0" || row[5] != "0" {
+			t.Errorf("group %d: HAS_LISTENER %s IS_STALLED %s QUEUE_LENGTH %s", i, row[6], row[7], row[5])
+		}
+		if row[8] != strconv.Itoa(g.Capacity) || row[8] != "4" {
+			t.Errorf("group %d: CAPACITY %s, scheduler %d, want 1+oversubscribe = 4", i, row[8], g.Capacity)
+		}
+	}
+
+	for _, c := range []struct {
+		q          string
+		cols, rows []string
+	}{
+		{"SELECT GROUP_ID FROM information_schema.thread_pool_groups WHERE GROUP_ID >= 1 AND group_id <> 2 ORDER BY GROUP_ID DESC",
+			[]string{"GROUP_ID"}, []string{"3", "1"}},
+		{"select group_id from THREAD_POOL_GROUPS order by group_id desc limit 2;",
+			[]string{"group_id"}, []string{"3", "2"}},
+		{"SELECT GROUP_ID FROM Information_Schema.Thread_Pool_Groups ORDER BY 1 LIMIT 1, 2",
+			[]string{"GROUP_ID"}, []string{"1", "2"}},
+		{"SELECT GROUP_ID AS g FROM information_schema.THREAD_POOL_GROUPS ORDER BY g DESC LIMIT 2 OFFSET 1",
+			[]string{"g"}, []string{"2", "1"}},
+		{"SELECT GROUP_ID FROM information_schema.THREAD_POOL_GROUPS WHERE HAS_LISTENER = 1 AND GROUP_ID < '2'",
+			[]string{"GROUP_ID"}, []string{"0", "1"}},
+		{"SELECT GROUP_ID FROM information_schema.THREAD_POOL_GROUPS WHERE GROUP_ID = 9", []string{"GROUP_ID"}, nil},
+		{"SELECT GROUP_ID FROM information_schema.THREAD_POOL_GROUPS WHERE GROUP_ID LIKE '3'", []string{"GROUP_ID"}, []string{"3"}},
+		{"SELECT GROUP_ID FROM information_schema.THREAD_POOL_GROUPS WHERE GROUP_ID != 0 AND GROUP_ID <= 2 AND GROUP_ID > 1",
+			[]string{"GROUP_ID"}, []string{"2"}},
+		{"SELECT * FROM information_schema.THREAD_POOL_GROUPS LIMIT 0", groupCols, nil},
+		{"SELECT GROUP_ID FROM information_schema.THREAD_POOL_GROUPS LIMIT 9 OFFSET 4", []string{"GROUP_ID"}, nil},
+	} {
+		r := mustQuery(t, adm, c.q)
+		if !slices.Equal(r.cols, c.cols) {
+			t.Errorf("%s: columns %v, want %v", c.q, r.cols, c.cols)
+			continue
+		}
+		if got := r.col(c.cols[0]); len(c.rows) > 0 && !slices.Equal(got, c.rows) || len(c.rows) == 0 && len(got) != 0 {
+			t.Errorf("%s: %v, want %v", c.q, got, c.rows)
+		}
+	}
+
+	// ORDER BY a computed column, ties by GROUP_ID.
+	order := []int{0, 1, 2, 3}
+	slices.SortStableFunc(order, func(a, b int) int { return want[b] - want[a] })
+	var wantOrder []string
+	for _, g := range order {
+		wantOrder = append(wantOrder, strconv.Itoa(g))
+	}
+	r = mustQuery(t, adm, "SELECT GROUP_ID, CONNECTIONS FROM information_schema.THREAD_POOL_GROUPS ORDER BY CONNECTIONS DESC, GROUP_ID ASC")
+	if got := r.col("GROUP_ID"); !slices.Equal(got, wantOrder) {
+		t.Errorf("ORDER BY CONNECTIONS DESC: %v, want %v (connections %v)", r.rows, wantOrder, want)
+	}
+
+	wantErr(t, adm, "SELECT NOPE FROM information_schema.THREAD_POOL_GROUPS", 1054, "Unknown column 'NOPE' in 'field list'")
+	wantErr(t, adm, "SELECT * FROM information_schema.THREAD_POOL_GROUPS WHERE nope = 1", 1054, "Unknown column 'nope' in 'where clause'")
+	wantErr(t, adm, "SELECT * FROM information_schema.THREAD_POOL_GROUPS ORDER BY nope", 1054, "Unknown column 'nope' in 'order clause'")
+	wantErr(t, adm, "SELECT GROUP_ID FROM information_schema.THREAD_POOL_GROUPS ORDER BY 2", 1054, "Unknown column '2' in 'order clause'")
+	wantErr(t, adm, "SELECT * FROM information_schema.THREAD_POOL_NOPE", 1109, "Unknown table 'THREAD_POOL_NOPE' in information_schema")
+	wantErr(t, adm, "SELECT * FROM processlist", 1109, "Unknown table 'processlist' in information_schema")
+	wantErr(t, adm, "SELECT * FROM mysql.user", 1109, "Unknown table 'user' in mysql")
+	wantErr(t, adm, "SELECT * FROM information_schema.THREAD_POOL_GROUPS WHERE GROUP_ID = 1 OR GROUP_ID = 2", 1064, "syntax error near 'OR")
+}
+
+// TestQueuesStatsFlush makes a statement queue behind a running one and
+// reads it in THREAD_POOL_QUEUES, PROCESSLIST, THREAD_POOL_GROUPS, SHOW
+// STATUS and, once through, THREAD_POOL_STATS and _WAITS; then FLUSH
+// THREAD_POOL_STATS zeroes the group counters.
+func TestQueuesStatsFlush(t *testing.T) {
+	root := env.Root(t)
+	ae := startAdmin(t, func(o *proxytest.Options) {
+		o.Scheduler.Size = 1
+		o.Scheduler.Oversubscribe = 0 // one statement at a time
+		o.Scheduler.StallLimit = time.Minute
+	})
+	adm := ae.admin(t)
+	a, idA := clientSession(t, ae.px)
+	b, idB := clientSession(t, ae.px)
+
+	chA := runAsync(t, a, "SELECT SLEEP(5)")
+	waitOnServer(t, adm, root, idA, "SELECT SLEEP(5)")
+	chB := runAsync(t, b, "SELECT 42")
+	q := fmt.Sprintf("SELECT GROUP_ID, POSITION, PRIORITY, CONNECTION_ID, QUEUEING_TIME_MICROSECONDS FROM information_schema.THREAD_POOL_QUEUES WHERE CONNECTION_ID = %d", idB)
+	var r result
+	eventually(t, "the second statement queued", func() bool {
+		r = mustQuery(t, adm, q)
+		return len(r.rows) == 1
+	})
+	if row := r.rows[0]; row[0] != "0" || row[1] != "0" || row[2] != "1" || row[3] != strconv.Itoa(int(idB)) {
+		t.Errorf("queue row %v, want group 0, position 0, priority 1 (low), connection %d", row, idB)
+	}
+	if p := processRow(t, adm, idB, false); p["State"] != "queued" {
+		t.Errorf("queued session in PROCESSLIST: %v", p)
+	}
+	if p := processRow(t, adm, idA, false); p["State"] != "executing" {
+		t.Errorf("running session in PROCESSLIST: %v", p)
+	}
+	g := mustQuery(t, adm, "SELECT QUEUE_LENGTH, QUEUE_LOW, QUEUE_HIGH, ACTIVE_THREADS, THREADS FROM information_schema.THREAD_POOL_GROUPS")
+	if !reflect.DeepEqual(g.rows, [][]string{{"1", "1", "0", "1", "1"}}) {
+		t.Errorf("group while one statement queues: %v", g.rows)
+	}
+	if st := mustQuery(t, adm, "SHOW STATUS LIKE 'Threadpool_queued'").byName(); st["Threadpool_queued"] != "1" {
+		t.Errorf("Threadpool_queued %v", st)
+	}
+
+	mustExec(t, adm, fmt.Sprintf("KILL QUERY %d", idA))
+	wantInterrupted(t, await(t, chA, "the killed SLEEP"))
+	if o := await(t, chB, "the queued statement"); o.err != nil || o.value != "42" {
+		t.Fatalf("queued statement: %+v", o)
+	}
+
+	s := mustQuery(t, adm, "SELECT * FROM information_schema.THREAD_POOL_STATS")
+	if !slices.Equal(s.cols, statsCols) || len(s.rows) != 1 {
+		t.Fatalf("THREAD_POOL_STATS: %v %v", s.cols, s.rows)
+	}
+	stats := make(map[string]int64)
+	for i, c := range s.cols {
+		stats[c], _ = strconv.ParseInt(s.rows[0][i], 10, 64)
+	}
+	if stats["QUEUED"] < 1 || stats["THROTTLES"] != stats["QUEUED"] || stats["ADMITTED"] < 2 || stats["WAKES"] != stats["ADMITTED"] ||
+		stats["QUEUE_WAIT_MICROSECONDS"] <= 0 || stats["DEQUEUES_BY_WORKER"] != stats["QUEUED"]-stats["QUEUE_TIMEOUTS"] ||
+		stats["STALLS"] != 0 || stats["THREAD_CREATIONS"] != 0 {
+		t.Errorf("THREAD_POOL_STATS after one queued statement: %v", stats)
+	}
+	w := mustQuery(t, adm, "SELECT REASON, COUNT FROM information_schema.THREAD_POOL_WAITS ORDER BY REASON").byName()
+	if n, _ := strconv.Atoi(w["QUEUE"]); n < 1 || len(w) != 3 || w["QUEUE_TIMEOUT"] != "0" || w["BACKEND_CONNECTION"] == "" {
+		t.Errorf("THREAD_POOL_WAITS %v", w)
+	}
+
+	mustExec(t, adm, "flush thread_pool_stats;")
+	s = mustQuery(t, adm, "SELECT * FROM information_schema.THREAD_POOL_STATS")
+	for i, c := range s.cols[1:] {
+		if v := s.rows[0][i+1]; v != "0" {
+			t.Errorf("%s = %s after FLUSH THREAD_POOL_STATS", c, v)
+		}
+	}
+}
+
+// waitOnServer waits until session id runs stmt on its backend as the
+// server itself sees it, so that a KILL QUERY cannot arrive before it.
+func waitOnServer(t *testing.T, adm *session, root *sql.DB, id uint32, stmt string) {
+	t.Helper()
+	eventually(t, stmt+" running on the backend", func() bool {
+		p := processRow(t, adm, id, true)
+		if p == nil || p["State"] != "executing" || p["Backend_thread"] == "NULL" {
+			return false
+		}
+		var n int
+		if err := root.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO = ?",
+			p["Backend_thread"], stmt).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
+}
+
+// wantInterrupted checks that a SLEEP ended early: MySQL returns 1 from an
+// interrupted SLEEP, MariaDB may answer ER_QUERY_INTERRUPTED.
+func wantInterrupted(t *testing.T, o outcome) {
+	t.Helper()
+	if !(o.err == nil && o.value == "1" || errCode(o.err) == 1317) {
+		t.Errorf("killed SLEEP gave %q, %v: not interrupted", o.value, o.err)
+	}
+}
+
+func TestProcesslistAndKill(t *testing.T) {
+	root := env.Root(t)
+	ae := startAdmin(t, func(o *proxytest.Options) { o.Scheduler.Size = 4 })
+	adm := ae.admin(t)
+	a, idA := clientSession(t, ae.px)
+	b, idB := clientSession(t, ae.px)
+	_, idC := clientSession(t, ae.px)
+
+	mustExec(t, b, "BEGIN", "SELECT 1")
+	chA := runAsync(t, a, "SELECT SLEEP(2)")
+	waitOnServer(t, adm, root, idA, "SELECT SLEEP(2)")
+
+	r := mustQuery(t, adm, "SHOW PROCESSLIST")
+	if want := []string{"Id", "User", "Host", "db", "Command", "Time", "State", "Info", "Group", "Backend_thread", "Pin_reason"}; !slices.Equal(r.cols, want) {
+		t.Fatalf("columns %v", r.cols)
+	}
+	ids := []string{strconv.Itoa(int(idA)), strconv.Itoa(int(idB)), strconv.Itoa(int(idC))}
+	slices.Sort(ids)
+	if got := r.col("Id"); !slices.Equal(got, ids) {
+		t.Errorf("processlist ids %v, want the client sessions %v only, in order", got, ids)
+	}
+	for _, full := range []bool{false, true} {
+		pa := processRow(t, adm, idA, full)
+		if pa["State"] != "executing" || pa["Command"] != "Query" || pa["Info"] != "SELECT SLEEP(2)" ||
+			pa["User"] != proxytest.User || pa["db"] != proxytest.DB || pa["Group"] != strconv.Itoa(int(idA%4)) ||
+			pa["Backend_thread"] == "NULL" || pa["Pin_reason"] != "NULL" || !strings.HasPrefix(pa["Host"], "127.0.0.1:") {
+			t.Errorf("running session (full %v): %v", full, pa)
+		}
+		if sec, err := strconv.Atoi(pa["Time"]); err != nil || sec < 0 || sec > 2 {
+			t.Errorf("running session: Time %q", pa["Time"])
+		}
+	}
+	pb := processRow(t, adm, idB, false)
+	if pb["State"] != "pinned" || pb["Command"] != "Sleep" || !strings.Contains(pb["Pin_reason"], "transaction") ||
+		pb["Info"] != "NULL" || pb["Backend_thread"] == "NULL" || pb["Time"] != "0" {
+		t.Errorf("session in a transaction: %v", pb)
+	}
+	pc := processRow(t, adm, idC, false)
+	if pc["State"] != "idle" || pc["Command"] != "Sleep" || pc["Pin_reason"] != "NULL" || pc["Backend_thread"] != "NULL" {
+		t.Errorf("idle session: %v", pc)
+	}
+	st := mustQuery(t, adm, "SHOW STATUS").byName()
+	if st["Sessions_pinned"] != "1" || st["Threads_connected"] != "3" || st["Threads_running"] == "0" {
+		t.Errorf("status with one pinned and one running session: %v", st)
+	}
+
+	mustExec(t, adm, fmt.Sprintf("KILL QUERY %d", idA))
+	wantInterrupted(t, await(t, chA, "the killed SLEEP"))
+	if got := mustInt(t, a, "SELECT 7"); got != 7 {
+		t.Errorf("session after KILL QUERY: %d", got)
+	}
+
+	mustExec(t, adm, fmt.Sprintf("kill connection %d;", idB))
+	eventually(t, "the killed session gone", func() bool { return processRow(t, adm, idB, false) == nil })
+	if _, err := b.Query("SELECT 1"); err == nil {
+		t.Errorf("a killed session still answers")
+	}
+
+	wantErr(t, adm, "KILL 999999", 1094, "Unknown thread id: 999999")
+	wantErr(t, adm, "KILL QUERY 999999", 1094, "Unknown thread id: 999999")
+	wantErr(t, adm, "KILL CONNECTION 4294967296", 1094, "Unknown thread id: 4294967296")
+	wantErr(t, adm, "KILL me", 1064, "syntax error")
+}
+
+var allStatus = []string{
+	"Aborted_connects", "Backend_pool_idle", "Backend_pool_in_use", "Backend_pool_size", "Backend_pool_waits",
+	"Pins_total", "Prepared_stmt_backend", "Prepared_stmt_client", "Questions", "Sessions_pinned",
+	"Threadpool_admitted", "Threadpool_idle_threads", "Threadpool_kickups", "Threadpool_queue_timeouts",
+	"Threadpool_queued", "Threadpool_stalls", "Threadpool_threads", "Threadpool_waited", "Threads_connected", "Threads_running",
+}
+
+func TestShowStatus(t *testing.T) {
+	ae := startAdmin(t)
+	adm := ae.admin(t)
+	s, _ := clientSession(t, ae.px)
+
+	r := mustQuery(t, adm, "SHOW STATUS")
+	if got := r.col("Variable_name"); !slices.Equal(got, allStatus) {
+		t.Fatalf("status variables:\n got %v\nwant %v", got, allStatus)
+	}
+	st := r.byName()
+	if st["Backend_pool_size"] != "4" || st["Threads_connected"] != "1" || st["Sessions_pinned"] != "0" ||
+		st["Threadpool_queued"] != "0" || st["Threads_running"] != "0" {
+		t.Errorf("status: %v", st)
+	}
+	r = mustQuery(t, adm, "SHOW GLOBAL STATUS LIKE 'backend_pool_%'")
+	if got := r.col("Variable_name"); !slices.Equal(got, []string{"Backend_pool_idle", "Backend_pool_in_use", "Backend_pool_size", "Backend_pool_waits"}) {
+		t.Errorf("LIKE 'backend_pool_%%': %v", got)
+	}
+
+	num := func(name string) int64 {
+		t.Helper()
+		v := mustQuery(t, adm, "SHOW SESSION STATUS LIKE '"+name+"'").byName()[name]
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s = %q", name, v)
+		}
+		return n
+	}
+	q, adm0 := num("Questions"), num("Threadpool_admitted")
+	mustExec(t, s, "SELECT 1 FROM DUAL WHERE 1 = 1")
+	if got := num("Questions"); got <= q {
+		t.Errorf("Questions %d after a statement, was %d", got, q)
+	}
+	if got := num("Threadpool_admitted"); got <= adm0 {
+		t.Errorf("Threadpool_admitted %d after a statement, was %d", got, adm0)
+	}
+
+	aborted := num("Aborted_connects")
+	bad := ae.px.DSNFor(proxytest.User, "wrong", proxytest.DB)
+	if _, err := sqlPing(bad); errCode(err) != 1045 {
+		t.Fatalf("proxy login with a wrong password: %v", err)
+	}
+	if got := num("Aborted_connects"); got != aborted+1 {
+		t.Errorf("Aborted_connects %d after a failed login, was %d", got, aborted)
+	}
+
+	ps := openSession(t, ae.px.DSN("interpolateParams=false"))
+	stmt, err := ps.conn.PrepareContext(t.Context(), "SELECT ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	if got := num("Prepared_stmt_client"); got < 1 {
+		t.Errorf("Prepared_stmt_client %d with a statement prepared", got)
+	}
+}

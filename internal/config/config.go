@@ -247,6 +247,6 @@ func Default() Config {
 			ExtraMaxConnections:  1,
 		},
 		Admin: Admin{Listen: "127.0.0.1:6032", User: "admin", Password: "admin"},
-		Log: Log{Level: LogLevelInfo, Format: LogFormatText},
+		Log:   Log{Level: LogLevelInfo, Format: LogFormatText},
 	}
 }

@@ -123,6 +123,11 @@ type Scheduler struct {
 	active int // counted statements over all groups (max_threads)
 	closed bool
 
+	// update serialises configuration changes (Update, Reconfigure), so
+	// that read-modify-write updates from different callers never lose
+	// each other's changes. Taken before mu.
+	update sync.Mutex
+
 	reconf chan struct{}
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -574,6 +579,22 @@ func (s *Scheduler) giveBack(g *group, now time.Time) {
 // statement is dropped. A new size moves queued statements to their new
 // groups; statements executing finish in the group they started in.
 func (s *Scheduler) Reconfigure(cfg Config) error {
+	s.update.Lock()
+	defer s.update.Unlock()
+	return s.reconfigure(cfg)
+}
+
+// Update changes the configuration in force with fn and applies it, as
+// one step: concurrent Updates never lose each other's changes.
+func (s *Scheduler) Update(fn func(*Config)) error {
+	s.update.Lock()
+	defer s.update.Unlock()
+	cfg := s.Config()
+	fn(&cfg)
+	return s.reconfigure(cfg)
+}
+
+func (s *Scheduler) reconfigure(cfg Config) error {
 	if cfg.Now == nil {
 		cfg.Now = s.Config().Now
 	}

@@ -490,3 +490,34 @@ func TestConfigValidation(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestUpdateIsAtomic: concurrent read-modify-write updates of different
+// settings all survive.
+func TestUpdateIsAtomic(t *testing.T) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := s.Update(func(c *Config) { c.Oversubscribe++ }); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if err := s.Update(func(c *Config) { c.MaxThreads++ }); err != nil {
+				t.Error(err)
+			}
+		}()
+		_ = i
+	}
+	wg.Wait()
+	d := DefaultConfig()
+	if c := s.Config(); c.Oversubscribe != d.Oversubscribe+50 || c.MaxThreads != d.MaxThreads+50 {
+		t.Fatalf("oversubscribe %d, max_threads %d: updates lost", c.Oversubscribe, c.MaxThreads)
+	}
+}

@@ -12,7 +12,10 @@ go test -race -count=1 -timeout 30m ./...
 fuzztime="${FUZZTIME:-5s}"
 while read -r pkg target; do
   echo "fuzz: $pkg $target ($fuzztime)"
-  go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg" >/dev/null
+  if ! out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg" 2>&1); then
+    echo "$out" | grep -v '^fuzz: elapsed' >&2
+    exit 1
+  fi
 done <<'TARGETS'
 ./internal/sqlscan FuzzScan
 ./internal/mysqlwire FuzzParseOK

@@ -9,7 +9,7 @@
 // The protocol side is go-mysql's server package; this package parses the
 // few statements it answers and reads the scheduler, front end and pool
 // through their snapshot methods. Changes go through
-// scheduler.Reconfigure, one call per SET statement.
+// scheduler.Update, one call per SET statement.
 package admin
 
 import (
@@ -87,10 +87,6 @@ type Server struct {
 
 	mysql *server.Server
 	auth  *authenticator
-
-	// setMu serialises SET statements: each reads the scheduler's config,
-	// changes it and applies it whole.
-	setMu sync.Mutex
 
 	// mu guards listeners and closed.
 	mu        sync.Mutex

@@ -246,27 +246,35 @@ func (a *Server) set(st setStmt) error {
 	if len(changes) == 0 {
 		return nil
 	}
-	// setMu keeps two admin sessions from each applying its change to the
-	// same old config and losing the other's.
-	a.setMu.Lock()
-	defer a.setMu.Unlock()
-	cur := a.sched.Config()
-	next := cur
-	for _, ch := range changes {
-		if err := ch.v.setting.set(&next, ch.value); err != nil {
-			return assignError(ch, err)
+	// One Update: concurrent SETs (and any other updater) never apply
+	// their change to the same old config and lose each other's.
+	var next scheduler.Config
+	var rejected error // a change fn refused, already naming its variable
+	err := a.sched.Update(func(cfg *scheduler.Config) error {
+		cur := *cfg
+		for _, ch := range changes {
+			if err := ch.v.setting.set(cfg, ch.value); err != nil {
+				rejected = assignError(ch, err)
+				return rejected
+			}
+			// Validate each change alone so that a rejection names its variable.
+			probe := cur
+			_ = ch.v.setting.set(&probe, ch.value)
+			if err := probe.Validate(); err != nil {
+				rejected = assignError(ch, err)
+				return rejected
+			}
 		}
-		// Validate each change alone so that a rejection names its variable.
-		probe := cur
-		_ = ch.v.setting.set(&probe, ch.value)
-		if err := probe.Validate(); err != nil {
-			return assignError(ch, err)
-		}
-	}
-	if err := a.sched.Reconfigure(next); err != nil {
-		if errors.Is(err, scheduler.ErrBadConfig) {
-			return assignError(changes[0], err)
-		}
+		next = *cfg
+		return nil
+	})
+	switch {
+	case err == nil:
+	case rejected != nil:
+		return rejected
+	case errors.Is(err, scheduler.ErrBadConfig):
+		return assignError(changes[0], err)
+	default:
 		return err
 	}
 	for _, ch := range changes {

@@ -585,12 +585,15 @@ func (s *Scheduler) Reconfigure(cfg Config) error {
 }
 
 // Update changes the configuration in force with fn and applies it, as
-// one step: concurrent Updates never lose each other's changes.
-func (s *Scheduler) Update(fn func(*Config)) error {
+// one step: concurrent Updates never lose each other's changes. When fn
+// returns an error nothing changes and Update returns it.
+func (s *Scheduler) Update(fn func(*Config) error) error {
 	s.update.Lock()
 	defer s.update.Unlock()
 	cfg := s.Config()
-	fn(&cfg)
+	if err := fn(&cfg); err != nil {
+		return err
+	}
 	return s.reconfigure(cfg)
 }
 

@@ -503,13 +503,13 @@ func TestUpdateIsAtomic(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if err := s.Update(func(c *Config) { c.Oversubscribe++ }); err != nil {
+			if err := s.Update(func(c *Config) error { c.Oversubscribe++; return nil }); err != nil {
 				t.Error(err)
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.Update(func(c *Config) { c.MaxThreads++ }); err != nil {
+			if err := s.Update(func(c *Config) error { c.MaxThreads++; return nil }); err != nil {
 				t.Error(err)
 			}
 		}()

@@ -26,6 +26,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
 
+	"github.com/tpproxy/tpproxy/internal/netx"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
@@ -154,31 +155,9 @@ func (a *Server) Serve(ctx context.Context, ln net.Listener) error {
 		delete(a.listeners, ln)
 		a.mu.Unlock()
 	}()
-	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
-	defer stop()
-
-	var delay time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			// Out of file descriptors and the like: back off and retry.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			a.log.Warn("admin: accept failed", "err", err, "retry_in", delay)
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			}
-			continue
-		}
-		delay = 0
+	return netx.AcceptLoop(ctx, ln, a.log, func(nc net.Conn) {
 		conns.Go(func() { a.serveConn(ctx, nc) })
-	}
+	})
 }
 
 // Close stops every Serve, closes all admin connections and waits for

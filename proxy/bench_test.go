@@ -80,32 +80,7 @@ func (c *rawClient) query(tb testing.TB, q []byte) int {
 		tb.Fatal(err)
 	}
 	c.r.SetSeq(1)
-	p, err := c.r.ReadPacket()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	switch {
-	case mysqlwire.IsOK(p):
-		return 0
-	case mysqlwire.IsERR(p):
-		tb.Fatal(mysqlwire.ParseERR(p))
-	}
-	eofs, rows := 0, 0
-	for eofs < 2 {
-		p, err := c.r.ReadPacket()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		switch {
-		case mysqlwire.IsEOF(p):
-			eofs++
-		case mysqlwire.IsERR(p):
-			tb.Fatal(mysqlwire.ParseERR(p))
-		case eofs == 1:
-			rows++
-		}
-	}
-	return rows
+	return c.readResult(tb)
 }
 
 // BenchmarkPointSelectThroughProxy measures a primary-key SELECT through

@@ -10,7 +10,6 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/netx"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
@@ -179,33 +179,11 @@ func (srv *Server) serve(ctx context.Context, ln net.Listener, extra *extraPort)
 		srv.extras = append(srv.extras, extra)
 	}
 	srv.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
-	defer stop()
-
-	var delay time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			// Out of file descriptors and the like: back off and retry.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			srv.log.Warn("accept failed", "err", err, "retry_in", delay)
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			}
-			continue
-		}
-		delay = 0
+	return netx.AcceptLoop(ctx, ln, srv.log, func(nc net.Conn) {
 		srv.stats.accepted.Add(1)
 		srv.wg.Add(1)
 		go srv.serveConn(ctx, nc, extra)
-	}
+	})
 }
 
 // serveConn runs one client connection from handshake to teardown.

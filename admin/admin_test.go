@@ -469,10 +469,8 @@ func FuzzHandshake(f *testing.F) {
 	f.Add(handshakeResponse(capa, "x", nil, 0xfc)[4:])
 	f.Add(handshakeResponse(capa, "x", nil, 0xfe, 1, 2)[4:])
 	f.Add([]byte{0x85, 0xa6, 0xff, 0x01})
-	ae := startAdmin(f)
 	// The fuzz target may not log to f.
-	ae.srv.log = slog.New(slog.DiscardHandler)
-	ae.srv.auth.log = ae.srv.log
+	ae := startAdminLog(f, slog.New(slog.DiscardHandler))
 	f.Fuzz(func(t *testing.T, resp []byte) {
 		cli, srv := net.Pipe()
 		done := make(chan struct{})

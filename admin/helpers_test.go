@@ -54,8 +54,13 @@ type adminEnv struct {
 // returned nil and no admin connection may be left.
 func startAdmin(t testing.TB, mod ...func(*proxytest.Options)) *adminEnv {
 	t.Helper()
+	return startAdminLog(t, slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})), mod...)
+}
+
+// startAdminLog is startAdmin with the admin server logging to log.
+func startAdminLog(t testing.TB, log *slog.Logger, mod ...func(*proxytest.Options)) *adminEnv {
+	t.Helper()
 	px := env.StartProxy(t, mod...)
-	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	a, err := New(Config{User: adminUser, Password: adminPass, Logger: log}, px.Sched, px.Server, px.Pool)
 	if err != nil {
 		t.Fatal(err)

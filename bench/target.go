@@ -14,9 +14,9 @@ import (
 type Target struct {
 	// Name labels the target in results, e.g. "direct" or "proxy".
 	Name string
-	// DSN is a go-sql-driver DSN. interpolateParams=true is always set:
-	// tpproxy does not serve server-side prepared statements yet, and
-	// sending the same protocol to both targets keeps them comparable.
+	// DSN is a go-sql-driver DSN. interpolateParams=true is always set
+	// (the text protocol, like sysbench --db-ps-mode=disable), so that
+	// every target gets the same protocol; a ps-mode choice is to come.
 	DSN string
 }
 

@@ -33,6 +33,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newSandboxCmd(a),
 		newDemoCmd(a),
+		newCompareCmd(a),
 	)
 	return root
 }

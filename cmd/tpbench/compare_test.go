@@ -1,0 +1,28 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCompareBadInput: bad targets, steps and thresholds are one clear
+// message and an error, before anything connects.
+func TestCompareBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare"}, "at least one --target"},
+		{[]string{"compare", "--target", "root@tcp(127.0.0.1:1)/x"}, "want NAME=DSN"},
+		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--threads", "8,zero"}, "positive integers"},
+		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--threads", "8", "--step", "8"}, "--max-threads"},
+		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--stop-success", "120"}, "--stop-success"},
+		{[]string{"compare", "--target", "a=x", "--target", "a=y"}, "unique"},
+		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--workload", "nope"}, "nope"},
+	} {
+		out, err := tpbench(t.Context(), c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want it to mention %q\n%s", c.args, err, c.want, out)
+		}
+	}
+}

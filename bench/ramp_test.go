@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/csv"
 	"errors"
 	"log/slog"
 	"os"
@@ -117,6 +118,15 @@ func TestRampDirectAndProxy(t *testing.T) {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 || filepath.Dir(p) != dir {
 			t.Errorf("%s: %v", p, err)
 		}
+	}
+	f, err := os.Open(filepath.Join(dir, CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(recs) != 1+len(rep.Steps) || recs[0][0] != "target" || recs[2][0] != "proxy" || recs[2][2] != "2" {
+		t.Fatalf("results.csv: %v, %q", err, recs)
 	}
 
 	// An impossible success bar stops both targets after the first step.

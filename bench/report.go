@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -87,8 +88,8 @@ type FrontStats struct {
 	Pins         uint64 `json:"pins"`
 }
 
-// WriteFiles writes results.json and summary.md into dir, creating it,
-// and returns their paths.
+// WriteFiles writes results.json, results.csv (CSVFile) and summary.md
+// into dir, creating it, and returns the paths of the JSON and the summary.
 func (r *Report) WriteFiles(dir string) (resultsPath, summaryPath string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", fmt.Errorf("bench: output dir: %w", err)
@@ -109,7 +110,44 @@ func (r *Report) WriteFiles(dir string) (resultsPath, summaryPath string, err er
 	if err := os.WriteFile(summaryPath, md.Bytes(), 0o644); err != nil {
 		return "", "", fmt.Errorf("bench: %w", err)
 	}
+	var csvBuf bytes.Buffer
+	if err := r.WriteCSV(&csvBuf); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, CSVFile), csvBuf.Bytes(), 0o644); err != nil {
+		return "", "", fmt.Errorf("bench: %w", err)
+	}
 	return resultsPath, summaryPath, nil
+}
+
+// CSVFile is the per-step table WriteFiles writes: one row per target and
+// step, for spreadsheets.
+const CSVFile = "results.csv"
+
+// csvHeader names results.csv's columns (the results.json names).
+var csvHeader = []string{"target", "workload", "threads", "started", "duration_s", "transactions", "queries",
+	"tps", "qps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p99_9_ms", "max_ms", "error_total", "success_pct",
+	"deadlocks_retried", "lock_wait_timeouts_retried", "reconnects", "client_cpu_pct"}
+
+// WriteCSV writes the steps as CSV, a header first.
+func (r *Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvHeader); err != nil {
+		return err
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	for _, s := range r.Steps {
+		l := s.Latency
+		if err := cw.Write([]string{s.Target, s.Workload, strconv.Itoa(s.Threads), s.Started.UTC().Format(time.RFC3339Nano),
+			f(s.DurationSec), u(s.Transactions), u(s.Queries), f(s.TPS), f(s.QPS),
+			f(l.P50), f(l.P90), f(l.P95), f(l.P99), f(l.P999), f(l.Max), u(s.ErrorTotal), f(s.SuccessPct),
+			u(s.Deadlocks), u(s.LockWaitTimeouts), u(s.Reconnects), f(s.ClientCPU.Pct)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 // ReadReport loads a results.json.

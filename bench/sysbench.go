@@ -221,17 +221,13 @@ func (ReadWrite) Name() string { return "oltp_read_write" }
 
 // NewClient implements Workload.
 func (w ReadWrite) NewClient(seed uint64) Client {
-	rs := w.RangeSize
-	if rs <= 0 {
-		rs = 100
-	}
-	return readWriteClient{sbClient: newSBClient(w.Schema, seed), rangeSize: rs}
+	return readWriteClient{sbClient: newSBClient(w.Schema, seed), rangeSize: orDefault(w.RangeSize, 100)}
 }
 
 // Sysbench's oltp_read_write defaults.
 const (
 	pointSelects   = 10
-	readWriteStmts = 20
+	readWriteStmts = 20 // with BEGIN and COMMIT
 )
 
 type readWriteClient struct {
@@ -239,7 +235,15 @@ type readWriteClient struct {
 	rangeSize int
 }
 
-func (c readWriteClient) Tx(ctx context.Context, conn *sql.Conn) (n int, err error) {
+func (c readWriteClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
+	return c.oltp(ctx, conn, c.rangeSize, true, true, true)
+}
+
+// oltp runs sysbench's oltp_common transaction: BEGIN (trx), the reads
+// (10 point selects, then the simple, sum, order and distinct ranges), the
+// writes (index update, non-index update, delete and re-insert of one
+// row), COMMIT (trx). It returns the statements sent.
+func (c *sbClient) oltp(ctx context.Context, conn *sql.Conn, rangeSize int, trx, reads, writes bool) (n int, err error) {
 	exec := func(q string, args ...any) error {
 		n++
 		_, err := conn.ExecContext(ctx, q, args...)
@@ -249,34 +253,132 @@ func (c readWriteClient) Tx(ctx context.Context, conn *sql.Conn) (n int, err err
 		n++
 		return drain(ctx, conn, q, args...)
 	}
-	if err := exec("BEGIN"); err != nil {
-		return n, err
-	}
-	t := c.table()
-	for range pointSelects {
-		if err := query(t.pointSelect, c.id()); err != nil {
+	if trx {
+		if err := exec("BEGIN"); err != nil {
 			return n, err
 		}
 	}
-	for _, q := range []string{c.table().simpleRange, c.table().sumRange, c.table().orderRange, c.table().distinctRange} {
-		from := c.id()
-		if err := query(q, from, from+c.rangeSize-1); err != nil {
+	if reads {
+		t := c.table()
+		for range pointSelects {
+			if err := query(t.pointSelect, c.id()); err != nil {
+				return n, err
+			}
+		}
+		for _, q := range []string{c.table().simpleRange, c.table().sumRange, c.table().orderRange, c.table().distinctRange} {
+			from := c.id()
+			if err := query(q, from, from+rangeSize-1); err != nil {
+				return n, err
+			}
+		}
+	}
+	if writes {
+		if err := exec(c.table().indexUpdate, c.id()); err != nil {
+			return n, err
+		}
+		if err := exec(c.table().nonIndexUpdate, c.digits(cGroups), c.id()); err != nil {
+			return n, err
+		}
+		t := c.table()
+		id := c.id()
+		if err := exec(t.deleteRow, id); err != nil {
+			return n, err
+		}
+		if err := exec(t.insertRow, id, c.id(), c.digits(cGroups), c.digits(padGroups)); err != nil {
 			return n, err
 		}
 	}
-	if err := exec(c.table().indexUpdate, c.id()); err != nil {
-		return n, err
+	if trx {
+		return n, exec("COMMIT")
 	}
-	if err := exec(c.table().nonIndexUpdate, c.digits(cGroups), c.id()); err != nil {
-		return n, err
+	return n, nil
+}
+
+// ReadOnly is sysbench's oltp_read_only: oltp_read_write's reads in a
+// transaction (16 statements with BEGIN and COMMIT).
+type ReadOnly struct {
+	Schema    Schema
+	RangeSize int // default 100
+}
+
+// Name implements Workload.
+func (ReadOnly) Name() string { return "oltp_read_only" }
+
+// NewClient implements Workload.
+func (w ReadOnly) NewClient(seed uint64) Client {
+	return oltpClient{sbClient: newSBClient(w.Schema, seed), rangeSize: orDefault(w.RangeSize, 100), reads: true}
+}
+
+// WriteOnly is sysbench's oltp_write_only: oltp_read_write's writes in a
+// transaction (6 statements with BEGIN and COMMIT).
+type WriteOnly struct {
+	Schema Schema
+}
+
+// Name implements Workload.
+func (WriteOnly) Name() string { return "oltp_write_only" }
+
+// NewClient implements Workload.
+func (w WriteOnly) NewClient(seed uint64) Client {
+	return oltpClient{sbClient: newSBClient(w.Schema, seed), writes: true}
+}
+
+type oltpClient struct {
+	*sbClient
+	rangeSize     int
+	reads, writes bool
+}
+
+func (c oltpClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
+	return c.oltp(ctx, conn, c.rangeSize, true, c.reads, c.writes)
+}
+
+// UpdateIndex is sysbench's oltp_update_index: one UPDATE of the indexed
+// column k by primary key, in autocommit mode.
+type UpdateIndex struct {
+	Schema Schema
+}
+
+// Name implements Workload.
+func (UpdateIndex) Name() string { return "oltp_update_index" }
+
+// NewClient implements Workload.
+func (w UpdateIndex) NewClient(seed uint64) Client {
+	return updateIndexClient{newSBClient(w.Schema, seed)}
+}
+
+type updateIndexClient struct{ *sbClient }
+
+func (c updateIndexClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
+	_, err := conn.ExecContext(ctx, c.table().indexUpdate, c.id())
+	return 1, err
+}
+
+// Insert is sysbench's oltp_insert with its default auto_inc: one INSERT
+// of a new row (id 0: the next AUTO_INCREMENT value), in autocommit mode.
+// The tables grow.
+type Insert struct {
+	Schema Schema
+}
+
+// Name implements Workload.
+func (Insert) Name() string { return "oltp_insert" }
+
+// NewClient implements Workload.
+func (w Insert) NewClient(seed uint64) Client {
+	return insertClient{newSBClient(w.Schema, seed)}
+}
+
+type insertClient struct{ *sbClient }
+
+func (c insertClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
+	_, err := conn.ExecContext(ctx, c.table().insertRow, 0, c.id(), c.digits(cGroups), c.digits(padGroups))
+	return 1, err
+}
+
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
 	}
-	t = c.table()
-	id := c.id()
-	if err := exec(t.deleteRow, id); err != nil {
-		return n, err
-	}
-	if err := exec(t.insertRow, id, c.id(), c.digits(cGroups), c.digits(padGroups)); err != nil {
-		return n, err
-	}
-	return n, exec("COMMIT")
+	return v
 }

@@ -20,7 +20,7 @@ func TestSysbenchStrings(t *testing.T) {
 }
 
 func TestWorkloadNames(t *testing.T) {
-	if got := WorkloadNames(); !slices.Equal(got, []string{"oltp_point_select", "oltp_read_write"}) {
+	if got := WorkloadNames(); !slices.Equal(got, []string{"oltp_insert", "oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_update_index", "oltp_write_only"}) {
 		t.Errorf("names %v", got)
 	}
 	for _, n := range WorkloadNames() {

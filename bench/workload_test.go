@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"testing"
+)
+
+// TestWorkloadsStatementsAndEffects runs one transaction of every sysbench
+// workload on the sandbox: each sends sysbench's statement count and has
+// its effect (reads change nothing, oltp_insert adds a row, ...).
+func TestWorkloadsStatementsAndEffects(t *testing.T) {
+	srv := server(t)
+	ctx := t.Context()
+	db, err := OpenDB(srv.DSN(testUser, testPassword, testDB), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := Schema{Tables: 1, TableSize: 500}
+	if err := Prepare(ctx, db, schema.Tables, schema.TableSize); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Cleanup(ctx, db, schema.Tables) }()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	state := func() (rows, sumK int64) {
+		t.Helper()
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*), SUM(k) FROM sbtest1").Scan(&rows, &sumK); err != nil {
+			t.Fatal(err)
+		}
+		return rows, sumK
+	}
+	for _, c := range []struct {
+		name       string
+		statements int
+		rowsDelta  int64
+		kChanges   bool
+	}{
+		{"oltp_point_select", 1, 0, false},
+		{"oltp_read_only", 16, 0, false},
+		{"oltp_update_index", 1, 0, true},
+		{"oltp_write_only", 6, 0, true},
+		{"oltp_read_write", readWriteStmts, 0, true},
+		{"oltp_insert", 1, 1, true},
+	} {
+		wl, err := NewWorkload(c.name, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wl.Name() != c.name {
+			t.Errorf("%s: Name() = %s", c.name, wl.Name())
+		}
+		rows0, k0 := state()
+		n, err := wl.NewClient(7).Tx(ctx, conn)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		rows1, k1 := state()
+		if n != c.statements {
+			t.Errorf("%s: %d statements, want %d", c.name, n, c.statements)
+		}
+		if rows1-rows0 != c.rowsDelta {
+			t.Errorf("%s: rows %d -> %d, want %+d", c.name, rows0, rows1, c.rowsDelta)
+		}
+		if (k1 != k0) != c.kChanges {
+			t.Errorf("%s: SUM(k) %d -> %d; a change expected: %v", c.name, k0, k1, c.kChanges)
+		}
+	}
+}

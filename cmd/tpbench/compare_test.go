@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestCompareBadInput: bad targets, steps and thresholds are one clear
-// message and an error, before anything connects.
+// TestCompareBadInput: bad targets, steps, thresholds and table settings
+// are one clear message and an error; an unreachable server is named.
 func TestCompareBadInput(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -19,6 +19,10 @@ func TestCompareBadInput(t *testing.T) {
 		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--stop-success", "120"}, "--stop-success"},
 		{[]string{"compare", "--target", "a=x", "--target", "a=y"}, "unique"},
 		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--workload", "nope"}, "nope"},
+		{[]string{"prepare"}, "--dsn is required"},
+		{[]string{"prepare", "--dsn", "root@tcp(127.0.0.1:1)/x", "--table-size", "0"}, "--table-size"},
+		{[]string{"cleanup", "--dsn", "root@tcp(127.0.0.1:1)/x", "--tables", "0"}, "--tables"},
+		{[]string{"prepare", "--dsn", "root@tcp(127.0.0.1:1)/x?timeout=1s", "--tables", "1"}, "connect"},
 	} {
 		out, err := tpbench(t.Context(), c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -34,6 +34,8 @@ func newRootCmd() *cobra.Command {
 		newSandboxCmd(a),
 		newDemoCmd(a),
 		newCompareCmd(a),
+		newPrepareCmd(a),
+		newCleanupCmd(a),
 	)
 	return root
 }

@@ -67,6 +67,32 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT @@max_connections").Scan(&maxConn); err != nil || maxConn != 321 {
 		t.Errorf("as the app user: max_connections %d, %v; want 321", maxConn, err)
 	}
+
+	// prepare, compare and cleanup against the sandbox.
+	if out, err := tpbench(ctx, "prepare", "--dsn", appDSN, "--tables", "2", "--table-size", "300"); err != nil || !strings.Contains(out, "prepared 2 tables") {
+		t.Fatalf("prepare: %v\n%s", err, out)
+	}
+	var rows int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sbtest2").Scan(&rows); err != nil || rows != 300 {
+		t.Errorf("after prepare: sbtest2 has %d rows, %v", rows, err)
+	}
+	outDir := t.TempDir()
+	out, err = tpbench(ctx, "compare", "--target", "direct="+appDSN, "--tables", "2", "--table-size", "300",
+		"--threads", "2", "--warmup", "0s", "--step-duration", "500ms", "--out", outDir)
+	if err != nil || !strings.Contains(out, "oltp_point_select/2") {
+		t.Fatalf("compare: %v\n%s", err, out)
+	}
+	for _, f := range []string{"results.json", "results.csv", "summary.md"} {
+		if _, err := os.Stat(filepath.Join(outDir, f)); err != nil {
+			t.Errorf("compare --out: %v", err)
+		}
+	}
+	if out, err := tpbench(ctx, "cleanup", "--dsn", appDSN, "--tables", "2"); err != nil {
+		t.Fatalf("cleanup: %v\n%s", err, out)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_NAME LIKE 'sbtest%'").Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("after cleanup: %d sbtest tables, %v", rows, err)
+	}
 	db.Close()
 
 	out, err = tpbench(ctx, "sandbox", "up", "--dir", dir, "--user", "bench", "--password", "pw")

@@ -52,7 +52,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestStepValidate(t *testing.T) {
-	ok := Step{Target: Target{Name: "x", DSN: "u:p@tcp(127.0.0.1:1)/db"}, Workload: PointSelect{Schema{1, 1}}, Threads: 1, Duration: 1}
+	ok := Step{Target: Target{Name: "x", DSN: "u:p@tcp(127.0.0.1:1)/db"}, Workload: PointSelect{Schema{Tables: 1, TableSize: 1}}, Threads: 1, Duration: 1}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,8 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 		sampler = s
 	}
 
-	db, err := openDB(st.Target.DSN, st.Threads, log)
+	pw, _ := st.Workload.(preparedWorkload)
+	db, err := openDBPS(st.Target.DSN, st.Threads, pw != nil && pw.PreparedStatements(), log)
 	if err != nil {
 		return StepResult{}, err
 	}

@@ -162,6 +162,55 @@ type sbClient struct {
 	r      *rand.Rand
 	tables []tableStmts // index n-1 for sbtest<n>
 	buf    []byte
+
+	// With Schema.Prepared: the statements prepared on stmtConn, by text.
+	// A new connection (after a reconnect) starts a new set.
+	stmtConn *sql.Conn
+	stmts    map[string]*sql.Stmt
+}
+
+// stmt returns q prepared on conn, preparing it the first time.
+func (c *sbClient) stmt(ctx context.Context, conn *sql.Conn, q string) (*sql.Stmt, error) {
+	if c.stmtConn != conn {
+		for _, st := range c.stmts {
+			_ = st.Close()
+		}
+		c.stmtConn, c.stmts = conn, make(map[string]*sql.Stmt)
+	}
+	if st := c.stmts[q]; st != nil {
+		return st, nil
+	}
+	st, err := conn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	c.stmts[q] = st
+	return st, nil
+}
+
+// exec runs a statement that returns no rows.
+func (c *sbClient) exec(ctx context.Context, conn *sql.Conn, q string, args ...any) error {
+	if !c.s.Prepared {
+		_, err := conn.ExecContext(ctx, q, args...)
+		return err
+	}
+	st, err := c.stmt(ctx, conn, q)
+	if err == nil {
+		_, err = st.ExecContext(ctx, args...)
+	}
+	return err
+}
+
+// query runs a statement and reads its rows without keeping them.
+func (c *sbClient) query(ctx context.Context, conn *sql.Conn, q string, args ...any) error {
+	if !c.s.Prepared {
+		return drain(ctx, conn, q, args...)
+	}
+	st, err := c.stmt(ctx, conn, q)
+	if err != nil {
+		return err
+	}
+	return drainRows(st.QueryContext(ctx, args...))
 }
 
 func newSBClient(s Schema, seed uint64) *sbClient {
@@ -194,6 +243,9 @@ type PointSelect struct {
 // Name implements Workload.
 func (PointSelect) Name() string { return "oltp_point_select" }
 
+// PreparedStatements reports Schema.Prepared.
+func (w PointSelect) PreparedStatements() bool { return w.Schema.Prepared }
+
 // NewClient implements Workload.
 func (w PointSelect) NewClient(seed uint64) Client {
 	return pointSelectClient{newSBClient(w.Schema, seed)}
@@ -202,7 +254,7 @@ func (w PointSelect) NewClient(seed uint64) Client {
 type pointSelectClient struct{ *sbClient }
 
 func (c pointSelectClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
-	return 1, drain(ctx, conn, c.table().pointSelect, c.id())
+	return 1, c.query(ctx, conn, c.table().pointSelect, c.id())
 }
 
 // ReadWrite is sysbench's oltp_read_write with its default options: in one
@@ -218,6 +270,9 @@ type ReadWrite struct {
 
 // Name implements Workload.
 func (ReadWrite) Name() string { return "oltp_read_write" }
+
+// PreparedStatements reports Schema.Prepared.
+func (w ReadWrite) PreparedStatements() bool { return w.Schema.Prepared }
 
 // NewClient implements Workload.
 func (w ReadWrite) NewClient(seed uint64) Client {
@@ -246,12 +301,11 @@ func (c readWriteClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
 func (c *sbClient) oltp(ctx context.Context, conn *sql.Conn, rangeSize int, trx, reads, writes bool) (n int, err error) {
 	exec := func(q string, args ...any) error {
 		n++
-		_, err := conn.ExecContext(ctx, q, args...)
-		return err
+		return c.exec(ctx, conn, q, args...)
 	}
 	query := func(q string, args ...any) error {
 		n++
-		return drain(ctx, conn, q, args...)
+		return c.query(ctx, conn, q, args...)
 	}
 	if trx {
 		if err := exec("BEGIN"); err != nil {
@@ -304,6 +358,9 @@ type ReadOnly struct {
 // Name implements Workload.
 func (ReadOnly) Name() string { return "oltp_read_only" }
 
+// PreparedStatements reports Schema.Prepared.
+func (w ReadOnly) PreparedStatements() bool { return w.Schema.Prepared }
+
 // NewClient implements Workload.
 func (w ReadOnly) NewClient(seed uint64) Client {
 	return oltpClient{sbClient: newSBClient(w.Schema, seed), rangeSize: orDefault(w.RangeSize, 100), reads: true}
@@ -317,6 +374,9 @@ type WriteOnly struct {
 
 // Name implements Workload.
 func (WriteOnly) Name() string { return "oltp_write_only" }
+
+// PreparedStatements reports Schema.Prepared.
+func (w WriteOnly) PreparedStatements() bool { return w.Schema.Prepared }
 
 // NewClient implements Workload.
 func (w WriteOnly) NewClient(seed uint64) Client {
@@ -342,6 +402,9 @@ type UpdateIndex struct {
 // Name implements Workload.
 func (UpdateIndex) Name() string { return "oltp_update_index" }
 
+// PreparedStatements reports Schema.Prepared.
+func (w UpdateIndex) PreparedStatements() bool { return w.Schema.Prepared }
+
 // NewClient implements Workload.
 func (w UpdateIndex) NewClient(seed uint64) Client {
 	return updateIndexClient{newSBClient(w.Schema, seed)}
@@ -350,8 +413,7 @@ func (w UpdateIndex) NewClient(seed uint64) Client {
 type updateIndexClient struct{ *sbClient }
 
 func (c updateIndexClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
-	_, err := conn.ExecContext(ctx, c.table().indexUpdate, c.id())
-	return 1, err
+	return 1, c.exec(ctx, conn, c.table().indexUpdate, c.id())
 }
 
 // Insert is sysbench's oltp_insert with its default auto_inc: one INSERT
@@ -364,6 +426,9 @@ type Insert struct {
 // Name implements Workload.
 func (Insert) Name() string { return "oltp_insert" }
 
+// PreparedStatements reports Schema.Prepared.
+func (w Insert) PreparedStatements() bool { return w.Schema.Prepared }
+
 // NewClient implements Workload.
 func (w Insert) NewClient(seed uint64) Client {
 	return insertClient{newSBClient(w.Schema, seed)}
@@ -372,8 +437,7 @@ func (w Insert) NewClient(seed uint64) Client {
 type insertClient struct{ *sbClient }
 
 func (c insertClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
-	_, err := conn.ExecContext(ctx, c.table().insertRow, 0, c.id(), c.digits(cGroups), c.digits(padGroups))
-	return 1, err
+	return 1, c.exec(ctx, conn, c.table().insertRow, 0, c.id(), c.digits(cGroups), c.digits(padGroups))
 }
 
 func orDefault(v, d int) int {

@@ -14,9 +14,9 @@ import (
 type Target struct {
 	// Name labels the target in results, e.g. "direct" or "proxy".
 	Name string
-	// DSN is a go-sql-driver DSN. interpolateParams=true is always set
-	// (the text protocol, like sysbench --db-ps-mode=disable), so that
-	// every target gets the same protocol; a ps-mode choice is to come.
+	// DSN is a go-sql-driver DSN. interpolateParams is set by the
+	// workload's Schema.Prepared (false: the text protocol, like sysbench
+	// --db-ps-mode=disable), so that every target gets the same protocol.
 	DSN string
 }
 
@@ -26,11 +26,17 @@ const dialTimeout = 10 * time.Second
 // driverConfig parses dsn and applies what every benchmark connection
 // uses: client-side interpolation and a dial timeout.
 func driverConfig(dsn string, log *slog.Logger) (*mysql.Config, error) {
+	return driverConfigPS(dsn, false, log)
+}
+
+// driverConfigPS is driverConfig for workloads that use server-side
+// prepared statements when prepared is set (no interpolation then).
+func driverConfigPS(dsn string, prepared bool, log *slog.Logger) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("bench: DSN: %w", err)
 	}
-	cfg.InterpolateParams = true
+	cfg.InterpolateParams = !prepared
 	if cfg.Timeout == 0 {
 		cfg.Timeout = dialTimeout
 	}
@@ -44,7 +50,12 @@ func driverConfig(dsn string, log *slog.Logger) (*mysql.Config, error) {
 // and never closes them on its own, so that a step holds exactly the
 // connections it opened.
 func openDB(dsn string, maxConns int, log *slog.Logger) (*sql.DB, error) {
-	cfg, err := driverConfig(dsn, log)
+	return openDBPS(dsn, maxConns, false, log)
+}
+
+// openDBPS is openDB for a workload using prepared statements or not.
+func openDBPS(dsn string, maxConns int, prepared bool, log *slog.Logger) (*sql.DB, error) {
+	cfg, err := driverConfigPS(dsn, prepared, log)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,17 @@ type Client interface {
 type Schema struct {
 	Tables    int
 	TableSize int
+	// Prepared runs every statement as a server-side prepared statement,
+	// prepared once per connection, as sysbench's default
+	// --db-ps-mode=auto does; otherwise statements are sent as text with
+	// their arguments interpolated (--db-ps-mode=disable).
+	Prepared bool
+}
+
+// preparedWorkload is a workload that may use server-side prepared
+// statements; Run then leaves them to the driver (no interpolation).
+type preparedWorkload interface {
+	PreparedStatements() bool
 }
 
 func (s Schema) validate() error {
@@ -77,7 +88,11 @@ func NewWorkload(name string, s Schema) (Workload, error) {
 // drain runs a query and reads its rows without keeping them. It reads
 // into RawBytes so that a transaction's reads allocate little.
 func drain(ctx context.Context, conn *sql.Conn, q string, args ...any) error {
-	rows, err := conn.QueryContext(ctx, q, args...)
+	return drainRows(conn.QueryContext(ctx, q, args...))
+}
+
+// drainRows reads and discards a query's rows.
+func drainRows(rows *sql.Rows, err error) error {
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
 	"testing"
 )
 
@@ -49,6 +52,15 @@ func TestWorkloadsStatementsAndEffects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if c.name == "oltp_read_write" {
+			// The same transaction once more with prepared statements.
+			ps := schema
+			ps.Prepared = true
+			pw, _ := NewWorkload(c.name, ps)
+			if n, err := pw.NewClient(9).Tx(ctx, conn); err != nil || n != readWriteStmts {
+				t.Fatalf("prepared %s: %d statements, %v", c.name, n, err)
+			}
+		}
 		if wl.Name() != c.name {
 			t.Errorf("%s: Name() = %s", c.name, wl.Name())
 		}
@@ -67,5 +79,59 @@ func TestWorkloadsStatementsAndEffects(t *testing.T) {
 		if (k1 != k0) != c.kChanges {
 			t.Errorf("%s: SUM(k) %d -> %d; a change expected: %v", c.name, k0, k1, c.kChanges)
 		}
+	}
+}
+
+// TestPreparedOncePerConnection: with Schema.Prepared a client prepares
+// each statement once on its connection and then only executes it, as
+// sysbench --db-ps-mode=auto does; a new connection prepares again.
+func TestPreparedOncePerConnection(t *testing.T) {
+	srv := server(t)
+	ctx := t.Context()
+	db, err := OpenDB(srv.DSN(testUser, testPassword, testDB), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := Schema{Tables: 1, TableSize: 100, Prepared: true}
+	if err := Prepare(ctx, db, schema.Tables, schema.TableSize); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Cleanup(ctx, db, schema.Tables) }()
+	wl, err := NewWorkload("oltp_point_select", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, ok := wl.(preparedWorkload); !ok || !pw.PreparedStatements() {
+		t.Fatal("workload does not report prepared statements")
+	}
+	client := wl.NewClient(1)
+	status := func(conn interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}, name string) int {
+		t.Helper()
+		var n string
+		var v int
+		if err := conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE '"+name+"'").Scan(&n, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for round := range 2 {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p0, e0 := status(conn, "Com_stmt_prepare"), status(conn, "Com_stmt_execute")
+		for range 5 {
+			if _, err := client.Tx(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p, e := status(conn, "Com_stmt_prepare")-p0, status(conn, "Com_stmt_execute")-e0; p != 1 || e != 5 {
+			t.Errorf("connection %d: %d prepares and %d executes for 5 transactions, want 1 and 5", round, p, e)
+		}
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // retire it: the next round gets a new one
+		conn.Close()
 	}
 }

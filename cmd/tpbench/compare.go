@@ -15,6 +15,7 @@ import (
 type compareFlags struct {
 	targets      []string
 	workload     string
+	psMode       string
 	tables       int
 	tableSize    int
 	threads      string
@@ -55,6 +56,7 @@ Ctrl-C ends the run and writes what was measured so far.`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.targets, "target", nil, "NAME=DSN (go-sql-driver DSN with the sysbench database); repeat for each target")
 	fl.StringVar(&f.workload, "workload", "oltp_point_select", "workload: "+strings.Join(bench.WorkloadNames(), ", "))
+	fl.StringVar(&f.psMode, "ps-mode", "auto", "auto: server-side prepared statements, prepared once per connection (sysbench's default); disable: text protocol")
 	fl.IntVar(&f.tables, "tables", 4, "sysbench tables (sbtest1..N)")
 	fl.IntVar(&f.tableSize, "table-size", 10000, "rows per table")
 	fl.StringVar(&f.threads, "threads", "8", "client counts: a list (8,64,512) or the start of a ramp with --step and --max-threads")
@@ -95,13 +97,16 @@ func runCompare(cmd *cobra.Command, a *app, f compareFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.psMode != "auto" && f.psMode != "disable" {
+		return fmt.Errorf("--ps-mode %q: want auto or disable", f.psMode)
+	}
 	if f.stopSuccess < 0 || f.stopSuccess > 100 || f.stopP90 < 0 || f.stopP99 < 0 {
 		return errors.New("--stop-success must be 0..100 and --stop-p90/--stop-p99 not negative")
 	}
 	out := cmd.OutOrStdout()
 	rep, runErr := bench.Ramp(cmd.Context(), bench.RampConfig{
 		Targets: targets, Workload: f.workload,
-		Schema: bench.Schema{Tables: f.tables, TableSize: f.tableSize},
+		Schema: bench.Schema{Tables: f.tables, TableSize: f.tableSize, Prepared: f.psMode == "auto"},
 		Steps:  steps, Warmup: f.warmup, StepDuration: f.stepDuration, ServerDSN: f.serverDSN,
 		Stop: bench.StopConditions{P90: f.stopP90, P99: f.stopP99, MinSuccess: f.stopSuccess},
 		Out:  out, Interactive: isTerminal(out), Logger: a.log,

@@ -19,6 +19,7 @@ func TestCompareBadInput(t *testing.T) {
 		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--stop-success", "120"}, "--stop-success"},
 		{[]string{"compare", "--target", "a=x", "--target", "a=y"}, "unique"},
 		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--workload", "nope"}, "nope"},
+		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--ps-mode", "sometimes"}, "--ps-mode"},
 		{[]string{"prepare"}, "--dsn is required"},
 		{[]string{"prepare", "--dsn", "root@tcp(127.0.0.1:1)/x", "--table-size", "0"}, "--table-size"},
 		{[]string{"cleanup", "--dsn", "root@tcp(127.0.0.1:1)/x", "--tables", "0"}, "--tables"},

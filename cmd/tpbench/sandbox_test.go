@@ -78,7 +78,7 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	}
 	outDir := t.TempDir()
 	out, err = tpbench(ctx, "compare", "--target", "direct="+appDSN, "--tables", "2", "--table-size", "300",
-		"--threads", "2", "--warmup", "0s", "--step-duration", "500ms", "--out", outDir)
+		"--threads", "2", "--warmup", "0s", "--step-duration", "500ms", "--ps-mode", "auto", "--out", outDir)
 	if err != nil || !strings.Contains(out, "oltp_point_select/2") {
 		t.Fatalf("compare: %v\n%s", err, out)
 	}

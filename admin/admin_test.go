@@ -483,13 +483,10 @@ func FuzzHandshake(f *testing.F) {
 		if _, err := pc.ReadPacket(); err != nil {
 			t.Fatal(err)
 		}
+		// The pipe is synchronous: once the write returns the server has
+		// read the response. Closing now ends whatever it does next at
+		// once, so every input costs microseconds, not a read timeout.
 		_ = pc.WritePacket(append(make([]byte, 4), resp...))
-		_ = cli.SetDeadline(time.Now().Add(50 * time.Millisecond))
-		for {
-			if _, err := pc.ReadPacket(); err != nil {
-				break
-			}
-		}
 		_ = cli.Close()
 		<-done
 	})

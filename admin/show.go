@@ -88,7 +88,7 @@ func (a *Server) showStatus(st showStatus) *mysql.Result {
 	ss := a.sched.Stats()
 	var threads, idle int
 	for _, g := range a.sched.Groups() {
-		threads += g.Active + g.Waiting + g.Stalled + g.Pinned
+		threads += g.Active + g.Stalled + g.Pinned
 		idle += g.Waiting
 	}
 	fs := a.front.Stats()

@@ -71,7 +71,7 @@ func (a *Server) groupRows() [][]any {
 	rows := make([][]any, 0, len(groups))
 	for _, g := range groups {
 		rows = append(rows, []any{
-			int64(g.ID), conns[g.ID], int64(g.Active + g.Waiting + g.Stalled + g.Pinned), int64(g.Active), int64(g.Waiting),
+			int64(g.ID), conns[g.ID], int64(g.Active + g.Stalled + g.Pinned), int64(g.Active - g.Waiting), int64(g.Waiting),
 			int64(g.QueuedHigh + g.QueuedLow), int64(1), b2i(g.Extra > 0 || g.Stalled > 0),
 			int64(g.Capacity), int64(g.Extra), int64(g.Pinned), int64(g.Stalled), int64(g.QueuedHigh), int64(g.QueuedLow),
 		})

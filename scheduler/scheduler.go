@@ -8,9 +8,9 @@
 // or low-priority queue. A timer ticking every stall_limit finds stalled
 // groups and lets more in, so statements blocked on the server (locks) can
 // never block a group for good. A statement that waits for a backend
-// connection, like a server thread waiting on I/O, does not count as
-// executing meanwhile: a session holding a backend of its own can always
-// get in and finish the transaction the waiters wait for.
+// connection keeps its slot; a session holding a backend of its own is
+// admitted past the caps, so it can always finish the transaction others
+// wait for.
 package scheduler
 
 import (
@@ -447,32 +447,27 @@ func (s *Scheduler) Release(t *Task) {
 	s.mu.Unlock()
 }
 
-// WaitBegin tells the scheduler that t's admitted statement waits for a
-// backend connection: like a server thread waiting on I/O it stops
-// counting as executing, so its group can admit a statement that holds a
-// connection and will free one.
+// WaitBegin records that t's admitted statement waits for a backend
+// connection (shown as Waiting). It keeps its slot: a statement that
+// needs a pool connection gains nothing from letting another such
+// statement in, and one let in now would push its group over its cap
+// once both have connections. Sessions holding a backend do not wait
+// here (they are admitted past the caps), and stall detection still lets
+// work past a group whose statements all wait.
 func (t *Task) WaitBegin() {
 	s := t.s
 	if s == nil {
-		return // never admitted: nothing counts
+		return // never admitted
 	}
 	s.mu.Lock()
 	if t.admitted && !t.waiting {
 		t.waiting = true
 		t.g.waiting++
-		if t.counted {
-			s.uncount(t)
-			now := s.cfg.Now()
-			s.dispatch(t.g, now)
-			s.dispatchAll(t.g.id, now)
-		}
 	}
 	s.mu.Unlock()
 }
 
-// WaitEnd ends a WaitBegin: the statement executes again and counts, even
-// if that puts its group over its cap for a while (as a woken server
-// thread does).
+// WaitEnd ends a WaitBegin.
 func (t *Task) WaitEnd() {
 	s := t.s
 	if s == nil {
@@ -482,15 +477,6 @@ func (t *Task) WaitEnd() {
 	if t.admitted && t.waiting {
 		t.waiting = false
 		t.g.waiting--
-		if !t.stalled && !t.bypass {
-			t.counted = true
-			t.g.active++
-			s.active++
-			t.since = s.cfg.Now()
-			if s.cfg.Algorithm == Enterprise {
-				t.g.running.push(t)
-			}
-		}
 	}
 	s.mu.Unlock()
 }

@@ -300,28 +300,26 @@ func TestStallLetsPinnedPastMaxThreads(t *testing.T) {
 	}
 }
 
-// TestWaitingForBackendDoesNotCount covers statements waiting for a pool
-// connection: they leave their slot to another statement.
-func TestWaitingForBackendDoesNotCount(t *testing.T) {
+// TestWaitingForBackendKeepsSlot covers statements waiting for a pool
+// connection: they show as waiting and keep their slot, so the group
+// never ends up over its cap when the connections come.
+func TestWaitingForBackendKeepsSlot(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0 })
 	a := h.admit(0, false)
 	b := h.queue(1, false)
 	a.WaitBegin()
-	b.wait(t)
-	if g := h.group(0); g.Active != 1 || g.Waiting != 1 {
+	if g := h.group(0); g.Active != 1 || g.Waiting != 1 || g.QueuedLow != 1 {
 		t.Fatalf("group %+v", g)
 	}
-	a.WaitEnd() // the group is over its cap for a while, as a woken thread is
-	if g := h.group(0); g.Active != 2 || g.Waiting != 0 {
-		t.Fatalf("group %+v", g)
+	if b.admitted(t) {
+		t.Fatal("a statement waiting for a backend gave up its slot")
 	}
-	next := h.queue(2, false)
-	h.s.Release(b.task)
-	if next.admitted(t) {
-		t.Fatal("admitted while the group is still at its cap")
+	a.WaitEnd()
+	if g := h.group(0); g.Active != 1 || g.Waiting != 0 {
+		t.Fatalf("group %+v", g)
 	}
 	h.s.Release(a)
-	next.wait(t)
+	b.wait(t)
 }
 
 func TestEnterpriseLongStatementStopsCounting(t *testing.T) {

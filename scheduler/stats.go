@@ -16,8 +16,8 @@ type GroupStats struct {
 // GroupInfo describes a thread group now (THREAD_POOL_GROUPS, _QUEUES).
 type GroupInfo struct {
 	ID int
-	// Active counts executing statements that count against Capacity;
-	// Waiting those waiting for a backend connection; Stalled
+	// Active counts executing statements that count against Capacity,
+	// Waiting those of them waiting for a backend connection; Stalled
 	// (enterprise) those running past stall_limit; Pinned those of
 	// sessions holding a backend, admitted past the cap.
 	Active, Waiting, Stalled, Pinned int
@@ -62,7 +62,7 @@ func (s *Scheduler) FlushStats() {
 type Stats struct {
 	Groups  int
 	Active  int // statements counting against max_threads
-	Waiting int // admitted statements waiting for a backend connection
+	Waiting int // of Active: statements waiting for a backend connection
 	Pinned  int // executing statements of sessions holding a backend (not capped)
 	Queued  int // statements in queues now
 

@@ -52,7 +52,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestStepValidate(t *testing.T) {
-	ok := Step{Target: Target{Name: "x", DSN: "u:p@tcp(127.0.0.1:1)/db"}, Workload: PointSelect{Schema{Tables: 1, TableSize: 1}}, Threads: 1, Duration: 1}
+	ok := Step{Target: Target{Name: "x", DSN: "u:p@tcp(127.0.0.1:1)/db"}, Workload: pointSelect(Schema{Tables: 1, TableSize: 1}), Threads: 1, Duration: 1}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -86,4 +86,10 @@ func TestDriverConfigForcesInterpolation(t *testing.T) {
 	if _, err := driverConfig("not a dsn", nil); err == nil {
 		t.Error("bad DSN accepted")
 	}
+}
+
+// pointSelect is oltp_point_select on s, for tests that need a workload
+// without a server.
+func pointSelect(s Schema) Workload {
+	return sysbenchWorkload{name: "oltp_point_select", schema: s, tx: sysbenchTx["oltp_point_select"]}
 }

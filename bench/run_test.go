@@ -107,7 +107,7 @@ func TestRunConnectFailure(t *testing.T) {
 	srv := server(t)
 	_, err := Run(t.Context(), Step{
 		Target:   Target{Name: "direct", DSN: srv.DSN(testUser, "wrong", testDB)},
-		Workload: PointSelect{Schema: Schema{Tables: 1, TableSize: 1}},
+		Workload: pointSelect(Schema{Tables: 1, TableSize: 1}),
 		Threads:  3,
 		Duration: time.Second,
 	})
@@ -117,7 +117,7 @@ func TestRunConnectFailure(t *testing.T) {
 	}
 	_, err = Run(t.Context(), Step{
 		Target:    Target{Name: "direct", DSN: srv.DSN(testUser, testPassword, testDB)},
-		Workload:  PointSelect{Schema: Schema{Tables: 1, TableSize: 1}},
+		Workload:  pointSelect(Schema{Tables: 1, TableSize: 1}),
 		Threads:   1,
 		Duration:  time.Second,
 		ServerDSN: srv.DSN("nobody", "x", ""),

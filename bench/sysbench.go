@@ -234,71 +234,78 @@ func (c *sbClient) digits(groups int) string {
 	return string(c.buf)
 }
 
-// PointSelect is sysbench's oltp_point_select: one primary-key lookup per
-// transaction, in autocommit mode.
-type PointSelect struct {
-	Schema Schema
+// sysbenchWorkload is one of sysbench's OLTP workloads with its default
+// options: a name and the transaction each client runs.
+type sysbenchWorkload struct {
+	name   string
+	schema Schema
+	tx     func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error)
 }
 
 // Name implements Workload.
-func (PointSelect) Name() string { return "oltp_point_select" }
+func (w sysbenchWorkload) Name() string { return w.name }
 
 // PreparedStatements reports Schema.Prepared.
-func (w PointSelect) PreparedStatements() bool { return w.Schema.Prepared }
+func (w sysbenchWorkload) PreparedStatements() bool { return w.schema.Prepared }
 
 // NewClient implements Workload.
-func (w PointSelect) NewClient(seed uint64) Client {
-	return pointSelectClient{newSBClient(w.Schema, seed)}
+func (w sysbenchWorkload) NewClient(seed uint64) Client {
+	return sysbenchClient{c: newSBClient(w.schema, seed), tx: w.tx}
 }
 
-type pointSelectClient struct{ *sbClient }
-
-func (c pointSelectClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
-	return 1, c.query(ctx, conn, c.table().pointSelect, c.id())
+type sysbenchClient struct {
+	c  *sbClient
+	tx func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error)
 }
 
-// ReadWrite is sysbench's oltp_read_write with its default options: in one
-// transaction, 10 point selects, one each of the simple, sum, order and
-// distinct range selects over RangeSize rows, an update of the indexed
-// column k, an update of the non-indexed column c, and a delete plus
-// re-insert of one row. 20 statements with BEGIN and COMMIT.
-type ReadWrite struct {
-	Schema Schema
-	// RangeSize is the number of rows of the range selects. Default 100.
-	RangeSize int
+func (c sysbenchClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
+	return c.tx(c.c, ctx, conn)
 }
 
-// Name implements Workload.
-func (ReadWrite) Name() string { return "oltp_read_write" }
-
-// PreparedStatements reports Schema.Prepared.
-func (w ReadWrite) PreparedStatements() bool { return w.Schema.Prepared }
-
-// NewClient implements Workload.
-func (w ReadWrite) NewClient(seed uint64) Client {
-	return readWriteClient{sbClient: newSBClient(w.Schema, seed), rangeSize: orDefault(w.RangeSize, 100)}
-}
-
-// Sysbench's oltp_read_write defaults.
+// Sysbench's oltp_common defaults.
 const (
 	pointSelects   = 10
+	rangeSize      = 100
 	readWriteStmts = 20 // with BEGIN and COMMIT
 )
 
-type readWriteClient struct {
-	*sbClient
-	rangeSize int
+// sysbenchTx are the transactions of sysbench's OLTP workloads:
+//   - oltp_point_select: one primary-key lookup, autocommit;
+//   - oltp_read_write: in one transaction, 10 point selects, one each of the
+//     simple, sum, order and distinct range selects over 100 rows, an update
+//     of the indexed column k, one of the non-indexed column c, and a delete
+//     plus re-insert of one row (20 statements with BEGIN and COMMIT);
+//   - oltp_read_only: its reads in a transaction (16 statements);
+//   - oltp_write_only: its writes in a transaction (6 statements);
+//   - oltp_update_index: one UPDATE of k by primary key, autocommit;
+//   - oltp_insert (auto_inc): one INSERT of a new row (id 0: the next
+//     AUTO_INCREMENT value), autocommit; the tables grow.
+var sysbenchTx = map[string]func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error){
+	"oltp_point_select": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
+		return 1, c.query(ctx, conn, c.table().pointSelect, c.id())
+	},
+	"oltp_read_write": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
+		return c.oltp(ctx, conn, true, true)
+	},
+	"oltp_read_only": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
+		return c.oltp(ctx, conn, true, false)
+	},
+	"oltp_write_only": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
+		return c.oltp(ctx, conn, false, true)
+	},
+	"oltp_update_index": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
+		return 1, c.exec(ctx, conn, c.table().indexUpdate, c.id())
+	},
+	"oltp_insert": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
+		return 1, c.exec(ctx, conn, c.table().insertRow, 0, c.id(), c.digits(cGroups), c.digits(padGroups))
+	},
 }
 
-func (c readWriteClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
-	return c.oltp(ctx, conn, c.rangeSize, true, true, true)
-}
-
-// oltp runs sysbench's oltp_common transaction: BEGIN (trx), the reads
-// (10 point selects, then the simple, sum, order and distinct ranges), the
+// oltp runs sysbench's oltp_common transaction: BEGIN, the reads (10
+// point selects, then the simple, sum, order and distinct ranges), the
 // writes (index update, non-index update, delete and re-insert of one
-// row), COMMIT (trx). It returns the statements sent.
-func (c *sbClient) oltp(ctx context.Context, conn *sql.Conn, rangeSize int, trx, reads, writes bool) (n int, err error) {
+// row), COMMIT. It returns the statements sent.
+func (c *sbClient) oltp(ctx context.Context, conn *sql.Conn, reads, writes bool) (n int, err error) {
 	exec := func(q string, args ...any) error {
 		n++
 		return c.exec(ctx, conn, q, args...)
@@ -307,10 +314,8 @@ func (c *sbClient) oltp(ctx context.Context, conn *sql.Conn, rangeSize int, trx,
 		n++
 		return c.query(ctx, conn, q, args...)
 	}
-	if trx {
-		if err := exec("BEGIN"); err != nil {
-			return n, err
-		}
+	if err := exec("BEGIN"); err != nil {
+		return n, err
 	}
 	if reads {
 		t := c.table()
@@ -342,107 +347,5 @@ func (c *sbClient) oltp(ctx context.Context, conn *sql.Conn, rangeSize int, trx,
 			return n, err
 		}
 	}
-	if trx {
-		return n, exec("COMMIT")
-	}
-	return n, nil
-}
-
-// ReadOnly is sysbench's oltp_read_only: oltp_read_write's reads in a
-// transaction (16 statements with BEGIN and COMMIT).
-type ReadOnly struct {
-	Schema    Schema
-	RangeSize int // default 100
-}
-
-// Name implements Workload.
-func (ReadOnly) Name() string { return "oltp_read_only" }
-
-// PreparedStatements reports Schema.Prepared.
-func (w ReadOnly) PreparedStatements() bool { return w.Schema.Prepared }
-
-// NewClient implements Workload.
-func (w ReadOnly) NewClient(seed uint64) Client {
-	return oltpClient{sbClient: newSBClient(w.Schema, seed), rangeSize: orDefault(w.RangeSize, 100), reads: true}
-}
-
-// WriteOnly is sysbench's oltp_write_only: oltp_read_write's writes in a
-// transaction (6 statements with BEGIN and COMMIT).
-type WriteOnly struct {
-	Schema Schema
-}
-
-// Name implements Workload.
-func (WriteOnly) Name() string { return "oltp_write_only" }
-
-// PreparedStatements reports Schema.Prepared.
-func (w WriteOnly) PreparedStatements() bool { return w.Schema.Prepared }
-
-// NewClient implements Workload.
-func (w WriteOnly) NewClient(seed uint64) Client {
-	return oltpClient{sbClient: newSBClient(w.Schema, seed), writes: true}
-}
-
-type oltpClient struct {
-	*sbClient
-	rangeSize     int
-	reads, writes bool
-}
-
-func (c oltpClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
-	return c.oltp(ctx, conn, c.rangeSize, true, c.reads, c.writes)
-}
-
-// UpdateIndex is sysbench's oltp_update_index: one UPDATE of the indexed
-// column k by primary key, in autocommit mode.
-type UpdateIndex struct {
-	Schema Schema
-}
-
-// Name implements Workload.
-func (UpdateIndex) Name() string { return "oltp_update_index" }
-
-// PreparedStatements reports Schema.Prepared.
-func (w UpdateIndex) PreparedStatements() bool { return w.Schema.Prepared }
-
-// NewClient implements Workload.
-func (w UpdateIndex) NewClient(seed uint64) Client {
-	return updateIndexClient{newSBClient(w.Schema, seed)}
-}
-
-type updateIndexClient struct{ *sbClient }
-
-func (c updateIndexClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
-	return 1, c.exec(ctx, conn, c.table().indexUpdate, c.id())
-}
-
-// Insert is sysbench's oltp_insert with its default auto_inc: one INSERT
-// of a new row (id 0: the next AUTO_INCREMENT value), in autocommit mode.
-// The tables grow.
-type Insert struct {
-	Schema Schema
-}
-
-// Name implements Workload.
-func (Insert) Name() string { return "oltp_insert" }
-
-// PreparedStatements reports Schema.Prepared.
-func (w Insert) PreparedStatements() bool { return w.Schema.Prepared }
-
-// NewClient implements Workload.
-func (w Insert) NewClient(seed uint64) Client {
-	return insertClient{newSBClient(w.Schema, seed)}
-}
-
-type insertClient struct{ *sbClient }
-
-func (c insertClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
-	return 1, c.exec(ctx, conn, c.table().insertRow, 0, c.id(), c.digits(cGroups), c.digits(padGroups))
-}
-
-func orDefault(v, d int) int {
-	if v <= 0 {
-		return d
-	}
-	return v
+	return n, exec("COMMIT")
 }

@@ -53,14 +53,13 @@ func (s Schema) validate() error {
 
 // workloads maps names to constructors; the later tpbench workloads
 // (ability_attr, ...) join here.
-var workloads = map[string]func(Schema) Workload{
-	"oltp_point_select": func(s Schema) Workload { return PointSelect{Schema: s} },
-	"oltp_read_write":   func(s Schema) Workload { return ReadWrite{Schema: s} },
-	"oltp_read_only":    func(s Schema) Workload { return ReadOnly{Schema: s} },
-	"oltp_write_only":   func(s Schema) Workload { return WriteOnly{Schema: s} },
-	"oltp_update_index": func(s Schema) Workload { return UpdateIndex{Schema: s} },
-	"oltp_insert":       func(s Schema) Workload { return Insert{Schema: s} },
-}
+var workloads = func() map[string]func(Schema) Workload {
+	m := make(map[string]func(Schema) Workload)
+	for name, tx := range sysbenchTx {
+		m[name] = func(s Schema) Workload { return sysbenchWorkload{name: name, schema: s, tx: tx} }
+	}
+	return m
+}()
 
 // WorkloadNames lists the workloads NewWorkload knows, sorted.
 func WorkloadNames() []string {

@@ -222,9 +222,6 @@ func (c *Conn) clearPrepared() {
 	c.stmts.detached = 0
 }
 
-// PreparedCount is the number of statements prepared on c.
-func (c *Conn) PreparedCount() int { return len(c.stmts.byKey) }
-
 // preparedLimit is the per-connection cap in force.
 func (p *Pool) preparedLimit() int {
 	if p.cfg.MaxPreparedPerConn > 0 {

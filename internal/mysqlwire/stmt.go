@@ -38,12 +38,8 @@ const (
 	TypeGeometry   = 0xff
 )
 
-// Cursor flags of COM_STMT_EXECUTE.
-const (
-	CursorReadOnly   = 0x01
-	CursorForUpdate  = 0x02
-	CursorScrollable = 0x04
-)
+// CursorReadOnly is the COM_STMT_EXECUTE flag asking for a read-only cursor.
+const CursorReadOnly = 0x01
 
 // ErrNoParamTypes is returned by ParseExecute for a packet that binds no
 // parameter types when none were bound before.

@@ -108,6 +108,7 @@ func (a *Server) showStatus(st showStatus) *mysql.Result {
 		{"Threadpool_idle_threads", int64(idle)},
 		{"Threadpool_kickups", int64(ss.KickUps)},
 		{"Threadpool_queue_timeouts", int64(ss.Timeouts)},
+		{"Threadpool_queue_wait_us", ss.QueueWait.Microseconds()},
 		{"Threadpool_queued", int64(ss.Queued)},
 		{"Threadpool_stalls", int64(ss.Stalls)},
 		{"Threadpool_threads", int64(threads)},

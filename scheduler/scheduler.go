@@ -135,6 +135,8 @@ type Scheduler struct {
 	admitted atomic.Uint64
 	queued   atomic.Uint64
 	timeouts atomic.Uint64
+	// queueWait sums the time admitted statements spent queued (ns).
+	queueWait atomic.Int64
 
 	// onQueue, when set (tests), is called with mu held as a task queues.
 	onQueue func(t *Task)
@@ -237,6 +239,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		return nil
 	}
 	t.since = s.cfg.Now()
+	queuedAt := t.since
 	t.granted = false
 	if t.high {
 		g.high.push(t)
@@ -264,6 +267,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 	select {
 	case <-t.ch:
 		s.admitted.Add(1)
+		s.queueWait.Add(int64(s.cfg.Now().Sub(queuedAt)))
 		return nil
 	case <-t.timer.C:
 		err = fmt.Errorf("%w (%s)", ErrQueueTimeout, timeout)
@@ -276,6 +280,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		s.mu.Unlock()
 		<-t.ch
 		s.admitted.Add(1)
+		s.queueWait.Add(int64(s.cfg.Now().Sub(queuedAt)))
 		return nil
 	}
 	g = t.g // a resize may have moved it

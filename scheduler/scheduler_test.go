@@ -131,10 +131,14 @@ func TestOversubscribeCap(t *testing.T) {
 	if g := h.group(0); g.Active != 2 || g.QueuedLow != 1 || g.Capacity != 2 {
 		t.Fatalf("group %+v", g)
 	}
+	h.clock.Advance(250 * time.Millisecond)
 	h.s.Release(a)
 	c.wait(t)
 	if g := h.group(0); g.Active != 2 || g.QueuedLow != 0 || g.Stats.Queued != 1 || g.Stats.Admitted != 3 {
 		t.Fatalf("group %+v", g)
+	}
+	if st := h.s.Stats(); st.QueueWait != 250*time.Millisecond || st.Waited != 1 {
+		t.Errorf("queue wait %s over %d queued statements, want 250ms over 1", st.QueueWait, st.Waited)
 	}
 }
 

@@ -71,6 +71,9 @@ type Stats struct {
 	Timeouts uint64
 	Stalls   uint64
 	KickUps  uint64
+	// QueueWait is the time statements that were queued and then
+	// admitted spent in the queue, summed.
+	QueueWait time.Duration
 }
 
 // Stats returns a snapshot.
@@ -88,6 +91,7 @@ func (s *Scheduler) Stats() Stats {
 	st.Admitted = s.admitted.Load()
 	st.Waited = s.queued.Load()
 	st.Timeouts = s.timeouts.Load()
+	st.QueueWait = time.Duration(s.queueWait.Load())
 	return st
 }
 

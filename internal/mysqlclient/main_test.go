@@ -1,0 +1,215 @@
+package mysqlclient_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlclient"
+	"github.com/tpproxy/tpproxy/internal/sandbox"
+)
+
+// The shared sandbox of the integration tests: nil when no server binary
+// is installed (outside CI), and tests that need it skip.
+var (
+	testServer *sandbox.Server
+	// testCAs verifies the sandbox's TLS certificate (for 127.0.0.1).
+	testCAs *x509.CertPool
+)
+
+// Accounts and schema the tests use.
+const (
+	testUser     = "mc"
+	testPassword = "pw"
+	nativeUser   = "mc_native"
+	nativePass   = "native-pw"
+	emptyUser    = "mc_empty"
+	testDB       = "mctest"
+)
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "mctls")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cas, caFile, certFile, keyFile, err := writeTLSFiles(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "write TLS files:", err)
+		return 1
+	}
+	testCAs = cas
+	srv, stop, err := sandbox.ForTestMain(sandbox.Options{ServerOptions: []string{
+		"ssl_ca=" + caFile, "ssl_cert=" + certFile, "ssl_key=" + keyFile,
+		// TestLargeResult reads a row of more than 16 MiB.
+		"max_allowed_packet=64M",
+	}})
+	switch {
+	case errors.Is(err, sandbox.ErrNotFound):
+		fmt.Fprintln(os.Stderr, "integration tests skipped (set CI=true to make this an error):", err)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if stop != nil {
+		defer stop()
+	}
+	if srv != nil {
+		if err := setupServer(srv); err != nil {
+			fmt.Fprintln(os.Stderr, "set up test server:", err)
+			return 1
+		}
+	}
+	testServer = srv
+	return m.Run()
+}
+
+// setupServer creates the accounts and the schema of the tests.
+func setupServer(srv *sandbox.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.CreateUser(ctx, testUser, testPassword); err != nil {
+		return err
+	}
+	if err := srv.CreateUser(ctx, emptyUser, ""); err != nil {
+		return err
+	}
+	ident := "IDENTIFIED VIA mysql_native_password USING PASSWORD('" + nativePass + "')"
+	if srv.Flavor == sandbox.MySQL {
+		ident = "IDENTIFIED WITH mysql_native_password BY '" + nativePass + "'"
+	}
+	var stmts []string
+	for _, host := range []string{"%", "localhost"} {
+		acct := "'" + nativeUser + "'@'" + host + "'"
+		stmts = append(stmts, "CREATE USER "+acct+" "+ident, "GRANT ALL ON *.* TO "+acct)
+	}
+	if err := srv.Exec(ctx, stmts...); err != nil {
+		return err
+	}
+	return srv.CreateDatabase(ctx, testDB)
+}
+
+// server returns the shared sandbox or skips the test.
+func server(tb testing.TB) *sandbox.Server {
+	tb.Helper()
+	if testServer == nil {
+		tb.Skip("no server binary; integration test skipped")
+	}
+	return testServer
+}
+
+// testConfig is the Config of the test account over TCP.
+func testConfig(tb testing.TB) mysqlclient.Config {
+	srv := server(tb)
+	return mysqlclient.Config{Addr: srv.Addr, User: testUser, Passwd: testPassword, DBName: testDB}
+}
+
+// connect opens a connection with cfg and closes it when the test ends.
+func connect(tb testing.TB, cfg mysqlclient.Config) *mysqlclient.Conn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mysqlclient.Connect(ctx, cfg)
+	if err != nil {
+		tb.Fatalf("connect: %v", err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// mustExec runs statements that must succeed.
+func mustExec(tb testing.TB, c *mysqlclient.Conn, stmts ...string) {
+	tb.Helper()
+	for _, q := range stmts {
+		if _, err := c.ExecString(q); err != nil {
+			tb.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// rowsOf runs q and returns its row count, failing the test on error.
+func rowsOf(tb testing.TB, c *mysqlclient.Conn, q string) int {
+	tb.Helper()
+	n, err := c.ExecString(q)
+	if err != nil {
+		tb.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// writeTLSFiles creates a CA and a server certificate for 127.0.0.1.
+func writeTLSFiles(dir string) (cas *x509.CertPool, caFile, certFile, keyFile string, err error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, "", "", "", err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "mysqlclient test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, "", "", "", err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, "", "", "", err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, "", "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, "", "", "", err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, "", "", "", err
+	}
+	write := func(name, typ string, b []byte) (string, error) {
+		p := filepath.Join(dir, name)
+		return p, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600)
+	}
+	if caFile, err = write("ca.pem", "CERTIFICATE", caDER); err != nil {
+		return nil, "", "", "", err
+	}
+	if certFile, err = write("server.pem", "CERTIFICATE", der); err != nil {
+		return nil, "", "", "", err
+	}
+	if keyFile, err = write("server-key.pem", "EC PRIVATE KEY", keyDER); err != nil {
+		return nil, "", "", "", err
+	}
+	cas = x509.NewCertPool()
+	cas.AddCert(ca)
+	return cas, caFile, certFile, keyFile, nil
+}

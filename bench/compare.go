@@ -121,11 +121,11 @@ func Compare(direct, proxy StepResult) Comparison {
 func Pair(results []StepResult, direct, proxy string) []Comparison {
 	var out []Comparison
 	for _, d := range results {
-		if d.Target != direct {
+		if d.Target != direct || d.Confirm {
 			continue
 		}
 		for _, p := range results {
-			if p.Target == proxy && p.Workload == d.Workload && p.Threads == d.Threads {
+			if p.Target == proxy && !p.Confirm && p.Workload == d.Workload && p.Threads == d.Threads {
 				out = append(out, Compare(d, p))
 				break
 			}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,17 +39,30 @@ func DefaultDemoSteps() []DemoStep {
 	return []DemoStep{
 		{Workload: "oltp_point_select", Threads: 8},
 		{Workload: "oltp_read_write", Threads: 8},
+		{Workload: "oltp_read_write", Threads: 64},
+		{Workload: "oltp_read_write", Threads: 256},
 		{Workload: "oltp_read_write", Threads: 1000},
 	}
+}
+
+// demoWorkloads names the demo's workloads for the report.
+func demoWorkloads(steps []DemoStep) string {
+	var names []string
+	for _, s := range steps {
+		if !slices.Contains(names, s.Workload) {
+			names = append(names, s.Workload)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // DemoConfig configures Demo. Zero fields get the documented defaults.
 type DemoConfig struct {
 	// OutDir receives results.json and summary.md. Required.
 	OutDir string
-	// Duration is each run's measured hold. Default 10 s.
+	// Duration is each run's measured hold. Default 15 s.
 	Duration time.Duration
-	// Warmup precedes each hold. Default 2 s; negative means none.
+	// Warmup precedes each hold. Default 3 s; negative means none.
 	Warmup time.Duration
 	// DSN selects an existing server instead of a private sandbox. Its
 	// database must exist; the demo (re)creates sbtest1..N in it and drops
@@ -85,11 +101,11 @@ func (c *DemoConfig) defaults() error {
 		return errors.New("bench: demo: no output directory")
 	}
 	if c.Duration <= 0 {
-		c.Duration = 10 * time.Second
+		c.Duration = 15 * time.Second
 	}
 	switch {
 	case c.Warmup == 0:
-		c.Warmup = 2 * time.Second
+		c.Warmup = 3 * time.Second
 	case c.Warmup < 0:
 		c.Warmup = 0
 	}
@@ -126,6 +142,7 @@ type DemoOutcome struct {
 	Report      *Report
 	ResultsPath string
 	SummaryPath string
+	HTMLPath    string
 	// Kept is the sandbox left running when DemoConfig.Keep was set.
 	Kept *sandbox.Server
 }
@@ -143,11 +160,12 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 	out := cfg.Out
 	began := time.Now()
 	rep := &Report{
-		Title:   "tpbench demo",
+		Title:   "tpbench demo: direct vs tpproxy",
 		Started: began,
 		Environment: Environment{
 			OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
-			Sandbox: cfg.DSN == "", Tables: cfg.Tables, TableSize: cfg.TableSize,
+			Sandbox: cfg.DSN == "", Tables: cfg.Tables, TableSize: cfg.TableSize, Workload: demoWorkloads(cfg.Steps),
+			Distribution: string(DistSpecial), PSMode: psMode(false),
 			WarmupSec: cfg.Warmup.Seconds(), DurationSec: cfg.Duration.Seconds(), PoolSize: cfg.PoolSize,
 		},
 	}
@@ -209,43 +227,46 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 		}()
 	}
 
-	// 4. The steps, direct then proxy.
-	schema := Schema{Tables: cfg.Tables, TableSize: cfg.TableSize}
-	total := len(cfg.Steps) * len(targets)
-	for i, ds := range cfg.Steps {
-		wl, err := NewWorkload(ds.Workload, schema)
-		if err != nil {
-			return nil, err
+	// 4. The steps, direct then proxy: one ramp per run of steps with
+	// the same workload.
+	schema := Schema{Tables: cfg.Tables, TableSize: cfg.TableSize, Dist: DistSpecial}
+	var interrupted error
+	for i := 0; i < len(cfg.Steps); {
+		j := i
+		var threads []int
+		for ; j < len(cfg.Steps) && cfg.Steps[j].Workload == cfg.Steps[i].Workload; j++ {
+			threads = append(threads, cfg.Steps[j].Threads)
 		}
-		for j, t := range targets {
-			n := i*len(targets) + j + 1
-			res, err := Run(ctx, Step{
-				Target: t, Workload: wl, Threads: ds.Threads,
-				Duration: cfg.Duration, Warmup: cfg.Warmup, ServerDSN: serverDSN,
-				// The same request stream for both targets.
-				Seed:     uint64(i+1) << 32,
-				Progress: progressLine(out, cfg.Interactive, n, total, stepLabel(wl.Name(), ds.Threads), t.Name, cfg.Warmup),
-				Logger:   cfg.Logger,
-			})
-			if cfg.Interactive {
-				fmt.Fprint(out, "\r\033[K")
+		fmt.Fprintf(out, "%s, %v clients:\n", cfg.Steps[i].Workload, threads)
+		r, err := Ramp(ctx, RampConfig{
+			Title: rep.Title, Targets: targets, Workload: cfg.Steps[i].Workload, Schema: schema,
+			Steps: threads, Warmup: cfg.Warmup, StepDuration: cfg.Duration, ServerDSN: serverDSN,
+			Monitor: MonitorConfig{ProxyAdmin: map[string]string{"proxy": px.AdminDSN}},
+			Out:     out, Interactive: cfg.Interactive, Logger: cfg.Logger,
+		})
+		if r != nil {
+			rep.Steps = append(rep.Steps, r.Steps...)
+			rep.Comparisons = append(rep.Comparisons, r.Comparisons...)
+			if rep.Environment.ServerVersion == "" {
+				rep.Environment.ServerVersion = r.Environment.ServerVersion
 			}
-			if err != nil {
+		}
+		if err != nil {
+			if ctx.Err() == nil || len(rep.Steps) == 0 {
 				return nil, err
 			}
-			fmt.Fprintf(out, "[%d/%d] %s\n", n, total, resultLine(res))
-			rep.Steps = append(rep.Steps, res)
-			if rep.Environment.ServerVersion == "" && res.Server != nil {
-				rep.Environment.ServerVersion = res.Server.Version
-			}
+			// Interrupted: report what was measured.
+			interrupted = err
+			rep.Notes = append(rep.Notes, "Interrupted: the demo stopped before its last step.")
+			break
 		}
+		i = j
 	}
 
 	// 5. The report.
-	rep.Comparisons = Pair(rep.Steps, targets[0].Name, targets[1].Name)
 	st := px.stats()
 	rep.Proxy = &st
-	rep.Notes = demoNotes(rep)
+	rep.Notes = append(demoNotes(rep), rep.Notes...)
 	rep.Finished = time.Now()
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "Before/after (ratio = proxy/direct):")
@@ -263,8 +284,9 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "\nresults: %s\nsummary: %s\n", outcome.ResultsPath, outcome.SummaryPath)
-	return outcome, nil
+	outcome.HTMLPath = filepath.Join(cfg.OutDir, HTMLFile)
+	fmt.Fprintf(out, "\nresults: %s\nsummary: %s\nreport:  %s\n", outcome.ResultsPath, outcome.SummaryPath, outcome.HTMLPath)
+	return outcome, interrupted
 }
 
 // demoServer starts the sandbox (or parses cfg.DSN) and returns the
@@ -346,20 +368,21 @@ func demoCleanup(ctx context.Context, cfg DemoConfig, dsn string) error {
 
 // progressLine returns a Step.Progress that redraws one terminal line, or
 // nil when not interactive.
-func progressLine(w io.Writer, interactive bool, n, total int, step, target string, warmup time.Duration) func(Progress) {
+func progressLine(w io.Writer, interactive bool, n, total int, step, target string, warmup, hold time.Duration) func(Progress) {
 	if !interactive {
 		return nil
 	}
 	return func(p Progress) {
-		phase := "measuring"
+		phase, elapsed, of := "hold", (p.Elapsed - warmup).Round(time.Second), hold
 		if p.Warmup {
-			phase = "warming up"
+			phase, elapsed, of = "warmup", p.Elapsed.Round(time.Second), warmup
 		}
-		elapsed := (p.Elapsed - warmup).Round(time.Second)
-		if p.Warmup {
-			elapsed = p.Elapsed.Round(time.Second)
+		p90 := "-"
+		if !math.IsNaN(p.P90) {
+			p90 = formatMillis(p.P90) + " ms"
 		}
-		fmt.Fprintf(w, "\r\033[K[%d/%d] %-22s %-6s %s %4s  %8.1f tps  %d errors", n, total, step, target, phase, elapsed, p.TPS, p.Errors)
+		fmt.Fprintf(w, "\r\033[K[%d/%d] %s %s %s %s/%s  %.1f tps  p90 %s  %d errors",
+			n, total, step, target, phase, elapsed, of, p.TPS, p90, p.Errors)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
 var (
@@ -33,6 +35,9 @@ const (
 	ErrKeyConn = "conn"
 	// ErrKeyReconnect counts failed attempts to replace a lost connection.
 	ErrKeyReconnect = "reconnect"
+	// ErrKeyConnect counts transactions of a --connect-per-tx step whose
+	// connection could not be opened.
+	ErrKeyConnect = "connect"
 	// ErrKeyTimeout counts transactions cut off by the step's hard
 	// deadline (the measured hold plus a grace period).
 	ErrKeyTimeout = "timeout"
@@ -54,6 +59,7 @@ var errorNames = map[string]string{
 	"9003":          "proxy: backend lost",
 	ErrKeyConn:      "connection lost",
 	ErrKeyReconnect: "reconnect failed",
+	ErrKeyConnect:   "connect failed",
 	ErrKeyTimeout:   "step deadline",
 }
 
@@ -80,23 +86,33 @@ const (
 // classify tells the driver what to do after err and gives the key under
 // which StepResult.Errors counts it.
 func classify(err error) (errClass, string) {
-	var me *mysql.MySQLError
+	var (
+		we *mysqlwire.Error
+		me *mysql.MySQLError
+	)
 	switch {
+	case errors.As(err, &we):
+		return classifyCode(we.Code)
 	case errors.As(err, &me):
-		key := strconv.Itoa(int(me.Number))
-		if me.Number == ErLockDeadlock || me.Number == ErLockWaitTimeout {
-			return classRetry, key
-		}
-		return classServer, key
+		return classifyCode(me.Number)
 	case errors.Is(err, context.DeadlineExceeded):
 		return classCanceled, ErrKeyTimeout
 	case errors.Is(err, context.Canceled):
 		return classCanceled, ""
 	}
-	// Anything else (driver.ErrBadConn, mysql.ErrInvalidConn, io and net
-	// errors, a malformed packet) leaves the connection unusable or in an
-	// unknown protocol state.
+	// Anything else (a broken connection, io and net errors, a malformed
+	// packet) leaves the connection unusable or in an unknown protocol
+	// state.
 	return classConn, ErrKeyConn
+}
+
+// classifyCode classifies a server error number.
+func classifyCode(code uint16) (errClass, string) {
+	key := strconv.Itoa(int(code))
+	if code == ErLockDeadlock || code == ErLockWaitTimeout {
+		return classRetry, key
+	}
+	return classServer, key
 }
 
 // ErrorKey is the StepResult.Errors key under which err is counted: the

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 
+	"github.com/tpproxy/tpproxy/admin"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
@@ -14,13 +16,22 @@ import (
 // localProxy is tpproxy running inside this process on a loopback port,
 // wired as cmd/tpproxy serve wires it: pool, scheduler, front end.
 type localProxy struct {
-	Addr   string
-	pool   *pool.Pool
-	sched  *scheduler.Scheduler
-	srv    *proxy.Server
-	cancel context.CancelFunc
-	served chan error
+	Addr string
+	// AdminDSN reaches its admin port (SHOW STATUS, SET GLOBAL).
+	AdminDSN string
+	admin    *admin.Server
+	pool     *pool.Pool
+	sched    *scheduler.Scheduler
+	srv      *proxy.Server
+	cancel   context.CancelFunc
+	served   chan error
 }
+
+// The in-process proxy's admin account (loopback only).
+const (
+	localAdminUser     = "admin"
+	localAdminPassword = "tpbench"
+)
 
 // startLocalProxy starts a proxy in front of backend that lets user log in
 // with password and uses the same account for its poolSize backend
@@ -65,8 +76,25 @@ func startLocalProxy(ctx context.Context, backend, user, password string, poolSi
 	// Serve's context is not ctx: the proxy lives until close, so that
 	// cleanup after a cancelled run is orderly.
 	serveCtx, cancel := context.WithCancel(context.Background())
-	lp := &localProxy{Addr: ln.Addr().String(), pool: p, sched: sched, srv: srv, cancel: cancel, served: make(chan error, 1)}
+	lp := &localProxy{Addr: ln.Addr().String(), pool: p, sched: sched, srv: srv, cancel: cancel, served: make(chan error, 2)}
+	adm, err := admin.New(admin.Config{Listen: "127.0.0.1:0", User: localAdminUser, Password: localAdminPassword,
+		Logger: log.With("component", "admin")}, sched, srv, p)
+	var aln net.Listener
+	if err == nil {
+		aln, err = net.Listen("tcp", "127.0.0.1:0")
+	}
+	if err != nil {
+		cancel()
+		ln.Close()
+		srv.Close()
+		sched.Close()
+		p.Close()
+		return nil, fmt.Errorf("bench: proxy admin port: %w", err)
+	}
+	lp.admin = adm
+	lp.AdminDSN = localAdminUser + ":" + localAdminPassword + "@tcp(" + aln.Addr().String() + ")/"
 	go func() { lp.served <- srv.Serve(serveCtx, ln) }()
+	go func() { lp.served <- adm.Serve(serveCtx, aln) }()
 	return lp, nil
 }
 
@@ -91,7 +119,8 @@ func (lp *localProxy) stats() ProxyStats {
 // returns Serve's error.
 func (lp *localProxy) close() error {
 	lp.cancel()
-	err := <-lp.served
+	err := errors.Join(<-lp.served, <-lp.served)
+	lp.admin.Close()
 	lp.srv.Close()
 	lp.sched.Close()
 	lp.pool.Close()

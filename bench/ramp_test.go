@@ -129,14 +129,72 @@ func TestRampDirectAndProxy(t *testing.T) {
 		t.Fatalf("results.csv: %v, %q", err, recs)
 	}
 
-	// An impossible success bar stops both targets after the first step.
+	// An impossible latency bar stops both targets after the first step;
+	// --confirm then has nothing to confirm.
 	rep, err = Ramp(ctx, RampConfig{Targets: targets, Workload: "oltp_point_select", Schema: schema,
-		Steps: []int{2, 4}, Warmup: 0, StepDuration: 300 * time.Millisecond, Stop: StopConditions{MinSuccess: 100.5}})
+		Steps: []int{2, 4}, Warmup: 0, StepDuration: 300 * time.Millisecond, Stop: StopConditions{P90: time.Nanosecond},
+		Confirm: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Steps) != 2 || len(rep.Notes) != 2 || !strings.Contains(rep.Notes[0], "stopped at 2 clients") {
 		t.Fatalf("with a stop condition: %d steps, notes %q", len(rep.Steps), rep.Notes)
+	}
+	if c := rep.Capacity; len(c) != 2 || c[0].PassedSteps != 0 || c[0].ConfirmNote == "" || !strings.HasPrefix(c[1].StoppedBy, "p90") {
+		t.Fatalf("capacity %+v", c)
+	}
+
+	// A passing ramp with --confirm reruns the last step of each target,
+	// and the proxy's admin port adds its figures.
+	rep, err = Ramp(ctx, RampConfig{Targets: targets, Workload: "oltp_point_select", Schema: schema,
+		Steps: []int{1, 2}, StepDuration: 300 * time.Millisecond, Stop: StopConditions{P90: time.Minute},
+		Confirm: 400 * time.Millisecond, Monitor: MonitorConfig{ProxyAdmin: map[string]string{"proxy": px.AdminDSN}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Steps) != 6 || !rep.Steps[4].Confirm || !rep.Steps[5].Confirm || rep.Steps[5].Threads != 2 {
+		t.Fatalf("confirm: steps %+v", rep.Steps)
+	}
+	if c := rep.Capacity; len(c) != 2 || !c[0].Confirmed || !c[1].Confirmed || c[1].Clients != 2 || c[1].PassedSteps != 2 {
+		t.Fatalf("capacity %+v", c)
+	}
+	if len(rep.Comparisons) != 2 {
+		t.Errorf("confirmation runs were paired: %d comparisons", len(rep.Comparisons))
+	}
+	for _, s := range rep.Steps {
+		if (s.Proxy != nil) != (s.Target == "proxy") {
+			t.Errorf("%s/%d: proxy figures %+v", s.Target, s.Threads, s.Proxy)
+		}
+		if s.Proxy != nil && (s.Proxy.Statements < int64(s.Transactions) || s.Proxy.PoolSize != 4) {
+			t.Errorf("proxy figures %+v for %d transactions", *s.Proxy, s.Transactions)
+		}
+		if s.Host == nil || s.Host.CPUBusyPct <= 0 || s.Host.Source != "local" {
+			t.Errorf("%s/%d: host figures %+v", s.Target, s.Threads, s.Host)
+		}
+	}
+	roles := map[string]bool{}
+	for _, p := range rep.Steps[0].Processes {
+		roles[p.Role] = p.PID > 0 && p.RSSBytes > 0
+	}
+	if !roles["server"] || !roles["proxy"] {
+		t.Errorf("processes watched: %+v", rep.Steps[0].Processes)
+	}
+}
+
+// TestRampMissingTables: a target without the workload's tables stops the
+// ramp before it measures anything, with one clear error.
+func TestRampMissingTables(t *testing.T) {
+	srv := server(t)
+	dsn := srv.DSN(testUser, testPassword, testDB)
+	_, err := Ramp(t.Context(), RampConfig{Targets: []Target{{Name: "direct", DSN: dsn}}, Workload: "oltp_point_select",
+		Schema: Schema{Tables: 77, TableSize: 10}, Steps: []int{1}, StepDuration: time.Second})
+	if !errors.Is(err, ErrMissingData) || !strings.Contains(err.Error(), "sbtest77") {
+		t.Errorf("missing table: %v", err)
+	}
+	_, err = Ramp(t.Context(), RampConfig{Targets: []Target{{Name: "direct", DSN: dsn}}, Workload: "oltp_point_select",
+		Schema: Schema{Tables: 1, TableSize: 10, Schemas: 2}, Steps: []int{1}, StepDuration: time.Second})
+	if !errors.Is(err, ErrMissingData) || !strings.Contains(err.Error(), testDB+"_1") {
+		t.Errorf("missing database: %v", err)
 	}
 }
 

@@ -35,6 +35,13 @@ type Report struct {
 	Steps []StepResult `json:"steps"`
 	// Comparisons pair the direct and proxy run of each step.
 	Comparisons []Comparison `json:"comparisons"`
+	// Capacity is each target's last passing step (a ramp with stop
+	// conditions).
+	Capacity []Capacity `json:"capacity,omitempty"`
+	// Sweep is the outcome of tpbench sweep.
+	Sweep *SweepOutcome `json:"sweep,omitempty"`
+	// Soak is the outcome of tpbench soak.
+	Soak *SoakOutcome `json:"soak,omitempty"`
 	// Proxy is tpproxy's own view at the end, when it ran in-process.
 	Proxy *ProxyStats `json:"proxy,omitempty"`
 	// Notes are caveats for the reader, one sentence each.
@@ -49,8 +56,14 @@ type Environment struct {
 	GoVersion     string  `json:"go_version"`
 	ServerVersion string  `json:"server_version,omitempty"`
 	Sandbox       bool    `json:"sandbox"`
+	Workload      string  `json:"workload,omitempty"`
 	Tables        int     `json:"tables"`
 	TableSize     int     `json:"table_size"`
+	Schemas       int     `json:"schemas,omitempty"`
+	Scale         float64 `json:"scale,omitempty"`
+	Distribution  string  `json:"distribution,omitempty"`
+	PSMode        string  `json:"ps_mode,omitempty"`
+	ConnectPerTx  bool    `json:"connect_per_tx,omitempty"`
 	WarmupSec     float64 `json:"warmup_s"`
 	DurationSec   float64 `json:"duration_s"`
 	// PoolSize is tpproxy's number of backend connections.
@@ -88,8 +101,8 @@ type FrontStats struct {
 	Pins         uint64 `json:"pins"`
 }
 
-// WriteFiles writes results.json, results.csv (CSVFile) and summary.md
-// into dir, creating it, and returns the paths of the JSON and the summary.
+// WriteFiles writes results.json, results.csv (CSVFile), summary.md,
+// report.html (HTMLFile) and for a soak soak.csv into dir, creating it, and returns the paths of the JSON and the summary.
 func (r *Report) WriteFiles(dir string) (resultsPath, summaryPath string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", fmt.Errorf("bench: output dir: %w", err)
@@ -116,6 +129,22 @@ func (r *Report) WriteFiles(dir string) (resultsPath, summaryPath string, err er
 	}
 	if err := os.WriteFile(filepath.Join(dir, CSVFile), csvBuf.Bytes(), 0o644); err != nil {
 		return "", "", fmt.Errorf("bench: %w", err)
+	}
+	var html bytes.Buffer
+	if err := r.WriteHTML(&html); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, HTMLFile), html.Bytes(), 0o644); err != nil {
+		return "", "", fmt.Errorf("bench: %w", err)
+	}
+	if r.Soak != nil {
+		var sb bytes.Buffer
+		if err := r.Soak.WriteCSV(&sb); err != nil {
+			return "", "", fmt.Errorf("bench: %s: %w", SoakCSVFile, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, SoakCSVFile), sb.Bytes(), 0o644); err != nil {
+			return "", "", fmt.Errorf("bench: %w", err)
+		}
 	}
 	return resultsPath, summaryPath, nil
 }
@@ -279,7 +308,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		title = "tpbench"
 	}
 	e := r.Environment
-	fmt.Fprintf(&b, "# %s: direct vs tpproxy\n\n", title)
+	fmt.Fprintf(&b, "# %s\n\n", title)
 	fmt.Fprintf(&b, "- started %s, took %s\n", r.Started.Format(time.RFC3339), r.Finished.Sub(r.Started).Round(time.Second))
 	fmt.Fprintf(&b, "- host: %s/%s, %d CPUs, %s\n", e.OS, e.Arch, e.CPUs, e.GoVersion)
 	server := e.ServerVersion
@@ -287,8 +316,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		server += " (private sandbox)"
 	}
 	fmt.Fprintf(&b, "- server: %s\n", server)
-	fmt.Fprintf(&b, "- schema: %d sysbench tables × %d rows; each run %s warmup + %s measured\n",
-		e.Tables, e.TableSize, secs(e.WarmupSec), secs(e.DurationSec))
+	if e.Workload != "" {
+		fmt.Fprintf(&b, "- workload: %s, ps-mode %s, %s key distribution", e.Workload, e.PSMode, e.Distribution)
+		if e.ConnectPerTx {
+			b.WriteString(", a new connection per transaction")
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "- data: %s; each run %s warmup + %s measured\n", dataLine(e), secs(e.WarmupSec), secs(e.DurationSec))
 	if e.PoolSize > 0 {
 		fmt.Fprintf(&b, "- tpproxy: in-process, %d backend connections\n", e.PoolSize)
 	}
@@ -301,6 +336,29 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("\n")
 		for _, c := range r.Comparisons {
 			fmt.Fprintf(&b, "- %s\n", verdict(c))
+		}
+	}
+
+	if len(r.Capacity) > 0 {
+		b.WriteString("\n## Capacity\n\n")
+		if err := renderMarkdownTable(&b, capacityHeader, capacityRows(r.Capacity)); err != nil {
+			return err
+		}
+	}
+	if sw := r.Sweep; sw != nil {
+		b.WriteString("\n## Sweep\n\n")
+		if err := renderMarkdownTable(&b, sweepHeader, sweepRows(sw)); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "\nRecommendation: %s\n", sw.Recommendation)
+	}
+	if so := r.Soak; so != nil {
+		fmt.Fprintf(&b, "\n## Soak\n\n%d samples of %s (time series in %s).\n", len(so.Samples), secs(so.SampleSec), SoakCSVFile)
+		if so.Spike != nil {
+			fmt.Fprintf(&b, "\nSpike: %s\n", resultLine(*so.Spike))
+		}
+		if len(so.Flags) == 0 {
+			b.WriteString("\nNo TPS decay, rising error rate or growing memory found.\n")
 		}
 	}
 
@@ -375,8 +433,12 @@ func stepRows(steps []StepResult) [][]string {
 			created = strconv.FormatInt(s.Server.ThreadsCreated, 10)
 		}
 		l := s.Latency
+		label := s.Label()
+		if s.Confirm {
+			label += " (confirm)"
+		}
 		rows = append(rows, []string{
-			s.Label(), s.Target, strconv.FormatUint(s.Transactions, 10),
+			label, s.Target, strconv.FormatUint(s.Transactions, 10),
 			formatValue(MetricTPS, s.TPS), formatValue(MetricQPS, s.QPS),
 			formatMillis(l.P50), formatMillis(l.P95), formatMillis(l.P99), formatMillis(l.P999), formatMillis(l.Max),
 			strconv.FormatUint(s.ErrorTotal, 10), strconv.FormatUint(s.Deadlocks+s.LockWaitTimeouts, 10),

@@ -81,7 +81,7 @@ func TestWriteFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"# tpbench demo: direct vs tpproxy",
+		"# tpbench demo",
 		"10.11.14-MariaDB (private sandbox)",
 		"4 sysbench tables × 10000 rows; each run 2s warmup + 10s measured",
 		"|:----", // markdown alignment row
@@ -93,6 +93,28 @@ func TestWriteFiles(t *testing.T) {
 	} {
 		if !bytes.Contains(sum, []byte(want)) {
 			t.Errorf("summary.md lacks %q:\n%s", want, sum)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"tps", "latency", "errors", "cpu"} {
+		if !bytes.Contains(html, []byte(`data-chart="`+id+`"`)) {
+			t.Errorf("report.html lacks chart %q", id)
+		}
+	}
+	if n := bytes.Count(html, []byte("<svg")); n < 4 {
+		t.Errorf("report.html has %d SVG charts", n)
+	}
+	for _, bad := range []string{"http://", "https://", "<script", "<link", "url("} {
+		if bytes.Contains(html, []byte(bad)) {
+			t.Errorf("report.html contains %q: not self-contained", bad)
+		}
+	}
+	for _, want := range []string{"oltp_read_write/300", "Before/after", "a caveat."} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
 		}
 	}
 }

@@ -54,6 +54,15 @@ type StepResult struct {
 	// Server is the server's status in the hold (when Step.ServerDSN
 	// was set and reachable).
 	Server *ServerStatus `json:"server,omitempty"`
+	// Processes are the local mysqld's and proxies' figures in the hold.
+	Processes []ProcessUsage `json:"processes,omitempty"`
+	// Proxy is tpproxy's own view of the hold, from its admin port (for
+	// targets given one).
+	Proxy *ProxyStep `json:"proxy,omitempty"`
+	// Confirm marks a rerun of a target's last passing step (--confirm).
+	Confirm bool `json:"confirm,omitempty"`
+	// Params are the settings a sweep applied for this run.
+	Params map[string]string `json:"params,omitempty"`
 
 	// Histogram holds all latencies, for merging steps (a confirmation
 	// hold, a soak's intervals).

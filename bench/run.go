@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlclient"
+	"github.com/tpproxy/tpproxy/internal/sysstat"
 )
 
 // Step is one measured load: Threads connections to Target, each running
@@ -34,12 +35,25 @@ type Step struct {
 	// Seed makes the clients' random choices repeatable; client i uses
 	// Seed+i. Default 1.
 	Seed uint64
+	// ConnectPerTx opens a new connection for every transaction and
+	// closes it afterwards (a connection storm, as PHP-style clients
+	// make); its latency includes the connect. Otherwise each client
+	// keeps its connection for the whole step.
+	ConnectPerTx bool
 	// Progress, when set, is called about once a second from Run's
 	// goroutine. It must return quickly.
 	Progress func(Progress)
+	// Sample and OnSample, when both set, report the load's figures
+	// every Sample from Run's goroutine, warmup included.
+	Sample   time.Duration
+	OnSample func(Interval)
 	// Logger receives driver events at debug and warn level. Default:
 	// discard.
 	Logger *slog.Logger
+
+	// monitor takes the host, process and proxy readings; Ramp sets it,
+	// Run alone reads the local host only.
+	monitor *monitor
 }
 
 // Progress is a live view of a running step.
@@ -53,6 +67,25 @@ type Progress struct {
 	Errors       uint64
 	// TPS is the rate over the last interval.
 	TPS float64
+	// P90 is the 90th percentile latency in ms over the last interval
+	// (about 3 % resolution; NaN when none completed).
+	P90 float64
+}
+
+// Interval is a step's figures over one sampling interval: a soak's time
+// series. Percentiles have about 3 % resolution (see liveHist).
+type Interval struct {
+	// At is the end of the interval; Elapsed counts from the connections
+	// being open.
+	At      time.Time
+	Elapsed time.Duration
+	Seconds float64
+	// Transactions and Errors in the interval.
+	Transactions uint64
+	Errors       uint64
+	TPS          float64
+	// Latency percentiles in ms; NaN when no transaction completed.
+	P50, P90, P99 float64
 }
 
 // Validate reports a step Run cannot run.
@@ -96,6 +129,9 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 	if st.Seed == 0 {
 		st.Seed = 1
 	}
+	if st.monitor == nil {
+		st.monitor = &monitor{host: sysstat.LocalHost(), log: log}
+	}
 
 	var (
 		sampler *serverSampler
@@ -113,14 +149,16 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 		sampler = s
 	}
 
-	pw, _ := st.Workload.(preparedWorkload)
-	db, err := openDBPS(st.Target.DSN, st.Threads, pw != nil && pw.PreparedStatements(), log)
+	dial, err := newDialer(st.Target, st.Workload.Options())
 	if err != nil {
 		return StepResult{}, err
 	}
-	defer db.Close()
-	conns, err := connectAll(ctx, db, st.Threads)
-	if err != nil {
+	var sessions []*Session
+	if !st.ConnectPerTx {
+		if sessions, err = connectAll(ctx, dial, st.Threads); err != nil {
+			return StepResult{}, fmt.Errorf("%w: target %s: %w", ErrConnect, st.Target.Name, err)
+		}
+	} else if err := dial.check(ctx); err != nil {
 		return StepResult{}, fmt.Errorf("%w: target %s: %w", ErrConnect, st.Target.Name, err)
 	}
 
@@ -133,11 +171,14 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 	var live liveCounters
 	workers := make([]*worker, st.Threads)
 	var wg sync.WaitGroup
-	for i, conn := range conns {
+	for i := range st.Threads {
 		w := &worker{
-			db: db, conn: conn, client: st.Workload.NewClient(st.Seed + uint64(i)),
+			dial: dial, index: i, perTx: st.ConnectPerTx, client: st.Workload.NewClient(st.Seed + uint64(i)),
 			holdStart: holdStart, holdEnd: holdEnd,
 			hist: NewHistogram(), errors: map[string]uint64{}, live: &live, log: log,
+		}
+		if sessions != nil {
+			w.setSession(sessions[i])
 		}
 		workers[i] = w
 		wg.Go(func() { w.run(runCtx, stop) })
@@ -173,18 +214,28 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 }
 
 // connectTimeout bounds opening a step's connections, handshakes
-// included (the driver's dial timeout covers only TCP).
+// included.
 const connectTimeout = 30 * time.Second
 
-// connectAll opens n connections in parallel.
-func connectAll(ctx context.Context, db *sql.DB, n int) ([]*sql.Conn, error) {
+// connectParallel is how many connections connectAll opens at once: more
+// would overflow the server's listen backlog, and a dropped SYN costs a
+// second.
+const connectParallel = 64
+
+// connectAll opens n sessions, connectParallel at a time.
+func connectAll(ctx context.Context, d *dialer, n int) ([]*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	conns := make([]*sql.Conn, n)
+	out := make([]*Session, n)
 	errs := make([]error, n)
+	sem := make(chan struct{}, connectParallel)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { conns[i], errs[i] = db.Conn(ctx) })
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i], errs[i] = d.session(ctx, i)
+		})
 	}
 	wg.Wait()
 	var failed int
@@ -198,11 +249,11 @@ func connectAll(ctx context.Context, db *sql.DB, n int) ([]*sql.Conn, error) {
 		}
 	}
 	if failed == 0 {
-		return conns, nil
+		return out, nil
 	}
-	for _, c := range conns {
-		if c != nil {
-			c.Close()
+	for _, s := range out {
+		if s != nil {
+			s.conn.Close()
 		}
 	}
 	return nil, fmt.Errorf("%d of %d connections failed: %w", failed, n, first)
@@ -223,12 +274,22 @@ func coordinate(ctx context.Context, st Step, sampler *serverSampler, base map[s
 	var end <-chan time.Time // armed when the hold begins
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	var sampleC <-chan time.Time
+	if st.Sample > 0 && st.OnSample != nil {
+		t := time.NewTicker(st.Sample)
+		defer t.Stop()
+		sampleC = t.C
+	}
+	var (
+		progPrev, progCur, smpPrev, smpCur liveSnap
+		smpTx, smpErr                      uint64
+		smpAt                              = t0
+	)
 
 	var (
 		holdBegan  time.Time
 		ru0        rusage
-		ps0        procStat
-		psErr      error
+		reading    *holdReading
 		serverDone chan ServerStatus
 		holdOver   = make(chan struct{})
 	)
@@ -248,7 +309,7 @@ func coordinate(ctx context.Context, st Step, sampler *serverSampler, base map[s
 
 		case <-warm.C:
 			ru0, _ = readRusage()
-			ps0, psErr = readProcStat()
+			reading = st.monitor.begin(ctx, st.Target.Name)
 			holdBegan = time.Now()
 			res.Started = holdBegan
 			endTimer := time.NewTimer(st.Duration)
@@ -269,12 +330,7 @@ func coordinate(ctx context.Context, st Step, sampler *serverSampler, base map[s
 			if err == nil {
 				res.ClientCPU = clientCPU(ru0, ru1, now.Sub(holdBegan))
 			}
-			if psErr == nil {
-				if ps1, err := readProcStat(); err == nil {
-					u := hostUsage(ps0, ps1)
-					res.Host = &u
-				}
-			}
+			st.monitor.end(ctx, st.Target.Name, reading, &res)
 			res.DurationSec = now.Sub(holdBegan).Seconds()
 			stopAll()
 			if serverDone != nil {
@@ -283,17 +339,34 @@ func coordinate(ctx context.Context, st Step, sampler *serverSampler, base map[s
 			}
 			return res, nil
 
+		case now := <-sampleC:
+			live.hist.snapshot(&smpCur)
+			q, _ := quantiles(&smpCur, &smpPrev, 0.5, 0.9, 0.99)
+			smpPrev = smpCur
+			tx, errs := live.tx.Load(), live.errors.Load()
+			sec := now.Sub(smpAt).Seconds()
+			st.OnSample(Interval{
+				At: now, Elapsed: now.Sub(t0), Seconds: sec,
+				Transactions: tx - smpTx, Errors: errs - smpErr, TPS: float64(tx-smpTx) / sec,
+				P50: q[0], P90: q[1], P99: q[2],
+			})
+			smpTx, smpErr, smpAt = tx, errs, now
+
 		case now := <-tick.C:
 			if st.Progress == nil {
 				continue
 			}
 			tx := live.tx.Load()
+			live.hist.snapshot(&progCur)
+			q, _ := quantiles(&progCur, &progPrev, 0.9)
+			progPrev = progCur
 			st.Progress(Progress{
 				Elapsed:      now.Sub(t0),
 				Warmup:       end == nil,
 				Transactions: tx,
 				Errors:       live.errors.Load(),
 				TPS:          float64(tx-lastTx) / now.Sub(lastAt).Seconds(),
+				P90:          q[0],
 			})
 			lastTx, lastAt = tx, now
 		}
@@ -304,16 +377,22 @@ func coordinate(ctx context.Context, st Step, sampler *serverSampler, base map[s
 // transaction.
 type liveCounters struct {
 	tx, errors atomic.Uint64
+	hist       liveHist
 }
 
-// worker is one client connection and its figures. Only its goroutine
-// touches it until Run has waited for it.
+// worker is one simulated client and its figures. Only its goroutine
+// touches it until Run has waited for it, except cur, which the step's
+// cancellation reads to interrupt a blocked read.
 type worker struct {
-	db     *sql.DB
-	conn   *sql.Conn // nil once it was lost and could not be replaced
+	dial   *dialer
+	index  int
+	perTx  bool
 	client Client
 	log    *slog.Logger
 	live   *liveCounters
+
+	sess *Session // nil when lost (or between transactions with perTx)
+	cur  atomic.Pointer[mysqlclient.Conn]
 
 	holdStart, holdEnd time.Time
 
@@ -327,6 +406,16 @@ type worker struct {
 // inHold reports whether t lies in the measured hold.
 func (w *worker) inHold(t time.Time) bool {
 	return !t.Before(w.holdStart) && t.Before(w.holdEnd)
+}
+
+// setSession makes s the worker's connection (nil: none).
+func (w *worker) setSession(s *Session) {
+	w.sess = s
+	if s == nil {
+		w.cur.Store(nil)
+	} else {
+		w.cur.Store(s.conn)
+	}
 }
 
 // txOutcome is how a transaction ended.
@@ -346,10 +435,16 @@ const (
 
 // run runs transactions until stop is closed or ctx ends.
 func (w *worker) run(ctx context.Context, stop <-chan struct{}) {
-	defer func() {
-		if w.conn != nil {
-			w.conn.Close()
+	// The step's end interrupts a read that would otherwise wait for a
+	// hung server.
+	unwatch := context.AfterFunc(ctx, func() {
+		if c := w.cur.Load(); c != nil {
+			c.Interrupt()
 		}
+	})
+	defer func() {
+		unwatch()
+		w.drop()
 	}()
 	for {
 		select {
@@ -359,12 +454,30 @@ func (w *worker) run(ctx context.Context, stop <-chan struct{}) {
 			return
 		default:
 		}
-		if w.conn == nil && !w.reconnect(ctx, stop) {
-			return
-		}
 		begin := time.Now()
-		queries, outcome, key := w.transaction(ctx, stop)
+		if w.sess == nil {
+			if w.perTx {
+				if !w.connect(ctx) {
+					if ctx.Err() != nil {
+						return
+					}
+					w.count(begin, time.Now(), 0, txFailed, ErrKeyConnect)
+					continue
+				}
+			} else if !w.reconnect(ctx, stop) {
+				return
+			}
+		}
+		q0 := w.sess.queries
+		outcome, key := w.transaction(ctx, stop)
 		end := time.Now()
+		queries := 0
+		if w.sess != nil {
+			queries = w.sess.queries - q0
+			if w.perTx {
+				w.drop()
+			}
+		}
 		switch outcome {
 		case txAbandoned:
 			return
@@ -372,49 +485,52 @@ func (w *worker) run(ctx context.Context, stop <-chan struct{}) {
 			w.errors[ErrKeyTimeout]++
 			w.log.Warn("transaction cut off by the step deadline", "after", end.Sub(begin).Round(time.Millisecond))
 			return
-		case txCommitted:
-			w.live.tx.Add(1)
-		case txFailed:
-			w.live.errors.Add(1)
 		}
-		if !w.inHold(end) {
-			continue
-		}
-		w.queries += uint64(queries)
-		if outcome == txFailed {
-			w.errors[key]++
-			continue
-		}
-		w.tx++
-		w.hist.Record(end.Sub(begin))
+		w.count(begin, end, queries, outcome, key)
 	}
 }
 
+// count records a finished transaction.
+func (w *worker) count(begin, end time.Time, queries int, outcome txOutcome, key string) {
+	if outcome == txCommitted {
+		w.live.tx.Add(1)
+		w.live.hist.record(end.Sub(begin))
+	} else {
+		w.live.errors.Add(1)
+	}
+	if !w.inHold(end) {
+		return
+	}
+	w.queries += uint64(queries)
+	if outcome == txFailed {
+		w.errors[key]++
+		return
+	}
+	w.tx++
+	w.hist.Record(end.Sub(begin))
+}
+
 // transaction runs one transaction, retrying it after a deadlock or lock
-// wait timeout. It returns the statements sent (all attempts), how it
-// ended, and for txFailed the error key.
-func (w *worker) transaction(ctx context.Context, stop <-chan struct{}) (queries int, outcome txOutcome, key string) {
+// wait timeout. It returns how it ended and, for txFailed, the error key.
+func (w *worker) transaction(ctx context.Context, stop <-chan struct{}) (txOutcome, string) {
 	for {
-		n, err := w.client.Tx(ctx, w.conn)
-		queries += n
+		err := w.client.Tx(w.sess)
 		if err == nil {
-			return queries, txCommitted, ""
+			return txCommitted, ""
 		}
 		if ctx.Err() != nil {
-			// Whatever the driver made of it (context error, bad
-			// connection), the step's context ended. The driver has
-			// closed a connection whose query it cancelled.
-			w.dropConn()
+			// The step's context ended and interrupted the connection.
+			w.drop()
 			if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-				return queries, txCutOff, ErrKeyTimeout
+				return txCutOff, ErrKeyTimeout
 			}
-			return queries, txAbandoned, ""
+			return txAbandoned, ""
 		}
 		class, key := classify(err)
 		switch class {
 		case classServer:
-			w.rollback(ctx)
-			return queries, txFailed, key
+			w.rollback()
+			return txFailed, key
 		case classRetry:
 			if w.inHold(time.Now()) {
 				if key == strconv.Itoa(ErLockDeadlock) {
@@ -423,51 +539,63 @@ func (w *worker) transaction(ctx context.Context, stop <-chan struct{}) (queries
 					w.lockWaits++
 				}
 			}
-			if !w.rollback(ctx) {
-				return queries, txFailed, ErrKeyConn
+			if !w.rollback() {
+				return txFailed, ErrKeyConn
 			}
 			select {
 			case <-stop:
-				return queries, txAbandoned, ""
+				return txAbandoned, ""
 			default:
 			}
-		default: // classConn; classCanceled without our context ending
-			w.dropConn()
-			return queries, txFailed, ErrKeyConn
+		default: // classConn
+			w.drop()
+			return txFailed, ErrKeyConn
 		}
 	}
 }
 
 // rollback ends a failed transaction. When even that fails the connection
 // is dropped and rollback returns false.
-func (w *worker) rollback(ctx context.Context) bool {
-	_, err := w.conn.ExecContext(ctx, "ROLLBACK")
+func (w *worker) rollback() bool {
+	_, err := w.sess.conn.ExecString("ROLLBACK")
 	if err == nil {
 		return true
 	}
 	if class, _ := classify(err); class == classServer || class == classRetry {
 		return true // answered: the connection is usable
 	}
-	w.dropConn()
+	w.drop()
 	return false
 }
 
-// dropConn discards the connection so that the pool does not hand it out
-// again (a *sql.Conn returned with a driver error other than ErrBadConn
-// would be kept).
-func (w *worker) dropConn() {
-	_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
-	w.conn.Close()
-	w.conn = nil
+// drop closes the worker's connection, if any.
+func (w *worker) drop() {
+	if w.sess != nil {
+		w.sess.conn.Close()
+		w.setSession(nil)
+	}
+}
+
+// connect opens the worker's connection; false when it failed.
+func (w *worker) connect(ctx context.Context) bool {
+	s, err := w.dial.session(ctx, w.index)
+	if err != nil {
+		w.log.Debug("connect failed", "err", err)
+		return false
+	}
+	w.setSession(s)
+	if ctx.Err() != nil { // the step ended while connecting: AfterFunc may have missed it
+		w.drop()
+		return false
+	}
+	return true
 }
 
 // reconnect replaces a lost connection, trying until it succeeds or the
 // step stops. Failed attempts in the hold count as ErrKeyReconnect.
 func (w *worker) reconnect(ctx context.Context, stop <-chan struct{}) bool {
 	for {
-		conn, err := w.db.Conn(ctx)
-		if err == nil {
-			w.conn = conn
+		if w.connect(ctx) {
 			if w.inHold(time.Now()) {
 				w.reconnects++
 			}
@@ -480,7 +608,6 @@ func (w *worker) reconnect(ctx context.Context, stop <-chan struct{}) bool {
 			w.errors[ErrKeyReconnect]++
 		}
 		w.live.errors.Add(1)
-		w.log.Debug("reconnect failed", "err", err)
 		t := time.NewTimer(reconnectDelay)
 		select {
 		case <-t.C:

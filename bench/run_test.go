@@ -1,15 +1,13 @@
 package bench
 
 import (
-	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
+	"io"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
 func TestPrepareRunCleanup(t *testing.T) {
@@ -111,8 +109,8 @@ func TestRunConnectFailure(t *testing.T) {
 		Threads:  3,
 		Duration: time.Second,
 	})
-	var me *mysql.MySQLError
-	if !errors.Is(err, ErrConnect) || !errors.As(err, &me) || me.Number != 1045 {
+	var me *mysqlwire.Error
+	if !errors.Is(err, ErrConnect) || !errors.As(err, &me) || me.Code != 1045 {
 		t.Errorf("wrong password: %v", err)
 	}
 	_, err = Run(t.Context(), Step{
@@ -133,6 +131,8 @@ type faultyWorkload struct{ fail func(n int) error }
 
 func (faultyWorkload) Name() string { return "faulty" }
 
+func (faultyWorkload) Options() Schema { return Schema{} }
+
 func (w faultyWorkload) NewClient(uint64) Client { return &faultyClient{fail: w.fail} }
 
 type faultyClient struct {
@@ -140,15 +140,15 @@ type faultyClient struct {
 	n    int
 }
 
-func (c *faultyClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
+func (c *faultyClient) Tx(s *Session) error {
 	c.n++
-	if err := drain(ctx, conn, "SELECT 1"); err != nil {
-		return 1, err
+	if err := s.text("SELECT 1"); err != nil {
+		return err
 	}
 	if c.n%2 == 0 {
-		return 1, c.fail(c.n)
+		return c.fail(c.n)
 	}
-	return 1, nil
+	return nil
 }
 
 func TestRunErrorHandling(t *testing.T) {
@@ -171,23 +171,23 @@ func TestRunErrorHandling(t *testing.T) {
 	}
 
 	// Deadlocks are retried: every transaction succeeds in the end.
-	res := run(func(int) error { return &mysql.MySQLError{Number: ErLockDeadlock, Message: "Deadlock found"} })
+	res := run(func(int) error { return &mysqlwire.Error{Code: ErLockDeadlock, Message: "Deadlock found"} })
 	if res.Deadlocks == 0 || res.ErrorTotal != 0 || res.SuccessPct != 100 || res.Queries <= res.Transactions {
 		t.Errorf("deadlocks: %d retried, errors %v, %d queries for %d tx", res.Deadlocks, res.Errors, res.Queries, res.Transactions)
 	}
-	res = run(func(int) error { return &mysql.MySQLError{Number: ErLockWaitTimeout} })
+	res = run(func(int) error { return &mysqlwire.Error{Code: ErLockWaitTimeout} })
 	if res.LockWaitTimeouts == 0 || res.ErrorTotal != 0 {
 		t.Errorf("lock waits: %d retried, errors %v", res.LockWaitTimeouts, res.Errors)
 	}
 
 	// Other server errors fail the transaction, counted by code.
-	res = run(func(int) error { return &mysql.MySQLError{Number: 1062, Message: "Duplicate entry"} })
+	res = run(func(int) error { return &mysqlwire.Error{Code: 1062, Message: "Duplicate entry"} })
 	if res.Errors["1062"] == 0 || res.ErrorTotal != res.Errors["1062"] || res.SuccessPct >= 100 || res.SuccessPct <= 0 || res.Reconnects != 0 {
 		t.Errorf("1062: errors %v, success %.1f%%, reconnects %d", res.Errors, res.SuccessPct, res.Reconnects)
 	}
 
 	// A lost connection is replaced.
-	res = run(func(int) error { return driver.ErrBadConn })
+	res = run(func(int) error { return io.ErrUnexpectedEOF })
 	if res.Errors[ErrKeyConn] == 0 || res.Reconnects == 0 {
 		t.Errorf("bad conn: errors %v, reconnects %d", res.Errors, res.Reconnects)
 	}

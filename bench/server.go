@@ -33,13 +33,20 @@ type ServerStatus struct {
 	// Questions is the increase of Questions in the hold, less the
 	// sampler's own SHOW statements; compare it with the driver's Queries.
 	Questions int64 `json:"questions"`
+	// ThreadsRunningMax is the largest Threads_running seen (the
+	// sampler's own statement included): statements the server ran at
+	// once.
+	ThreadsRunningMax int64 `json:"threads_running_max"`
+	// AbortedConnects is the increase of Aborted_connects over the step:
+	// failed logins and handshakes.
+	AbortedConnects int64 `json:"aborted_connects"`
 	// Samples is the number of successful reads during the hold; a
 	// server too busy to answer shows here.
 	Samples int `json:"samples"`
 }
 
 // statusVars are the variables a sample reads.
-var statusVars = []string{"Threads_connected", "Threads_created", "Questions"}
+var statusVars = []string{"Threads_connected", "Threads_running", "Threads_created", "Questions", "Aborted_connects"}
 
 // serverSampler reads SHOW GLOBAL STATUS over one connection of its own.
 type serverSampler struct {
@@ -108,6 +115,7 @@ func (s *serverSampler) watch(ctx context.Context, base, start map[string]int64,
 		Version:              s.version,
 		ThreadsConnectedBase: base["threads_connected"],
 		ThreadsConnectedMax:  start["threads_connected"],
+		ThreadsRunningMax:    start["threads_running"],
 		Samples:              1,
 	}
 	startQueries := s.queries
@@ -121,6 +129,7 @@ func (s *serverSampler) watch(ctx context.Context, base, start map[string]int64,
 		last, lastQueries = v, s.queries
 		st.Samples++
 		st.ThreadsConnectedMax = max(st.ThreadsConnectedMax, v["threads_connected"])
+		st.ThreadsRunningMax = max(st.ThreadsRunningMax, v["threads_running"])
 		return true
 	}
 	tick := time.NewTicker(serverSampleInterval)
@@ -136,6 +145,7 @@ func (s *serverSampler) watch(ctx context.Context, base, start map[string]int64,
 				log.Warn("no server status at the end of the hold; deltas end at the last sample")
 			}
 			st.ThreadsCreated = last["threads_created"] - base["threads_created"]
+			st.AbortedConnects = last["aborted_connects"] - base["aborted_connects"]
 			// Each of our reads counts itself in Questions.
 			st.Questions = last["questions"] - start["questions"] - (lastQueries - startQueries)
 			return st

@@ -137,22 +137,22 @@ func Cleanup(ctx context.Context, db *sql.DB, tables int) error {
 // tableStmts are one table's statements, built once per client so that a
 // transaction does no string formatting.
 type tableStmts struct {
-	pointSelect, simpleRange, sumRange, orderRange, distinctRange string
-	indexUpdate, nonIndexUpdate, deleteRow, insertRow             string
+	pointSelect, simpleRange, sumRange, orderRange, distinctRange *sqlStmt
+	indexUpdate, nonIndexUpdate, deleteRow, insertRow             *sqlStmt
 }
 
 func newTableStmts(n int) tableStmts {
 	t := tableName(n)
 	return tableStmts{
-		pointSelect:    "SELECT c FROM " + t + " WHERE id=?",
-		simpleRange:    "SELECT c FROM " + t + " WHERE id BETWEEN ? AND ?",
-		sumRange:       "SELECT SUM(k) FROM " + t + " WHERE id BETWEEN ? AND ?",
-		orderRange:     "SELECT c FROM " + t + " WHERE id BETWEEN ? AND ? ORDER BY c",
-		distinctRange:  "SELECT DISTINCT c FROM " + t + " WHERE id BETWEEN ? AND ? ORDER BY c",
-		indexUpdate:    "UPDATE " + t + " SET k=k+1 WHERE id=?",
-		nonIndexUpdate: "UPDATE " + t + " SET c=? WHERE id=?",
-		deleteRow:      "DELETE FROM " + t + " WHERE id=?",
-		insertRow:      "INSERT INTO " + t + " (id, k, c, pad) VALUES (?, ?, ?, ?)",
+		pointSelect:    newStmt("SELECT c FROM " + t + " WHERE id=?"),
+		simpleRange:    newStmt("SELECT c FROM " + t + " WHERE id BETWEEN ? AND ?"),
+		sumRange:       newStmt("SELECT SUM(k) FROM " + t + " WHERE id BETWEEN ? AND ?"),
+		orderRange:     newStmt("SELECT c FROM " + t + " WHERE id BETWEEN ? AND ? ORDER BY c"),
+		distinctRange:  newStmt("SELECT DISTINCT c FROM " + t + " WHERE id BETWEEN ? AND ? ORDER BY c"),
+		indexUpdate:    newStmt("UPDATE " + t + " SET k=k+1 WHERE id=?"),
+		nonIndexUpdate: newStmt("UPDATE " + t + " SET c=? WHERE id=?"),
+		deleteRow:      newStmt("DELETE FROM " + t + " WHERE id=?"),
+		insertRow:      newStmt("INSERT INTO " + t + " (id, k, c, pad) VALUES (?, ?, ?, ?)"),
 	}
 }
 
@@ -161,56 +161,7 @@ type sbClient struct {
 	s      Schema
 	r      *rand.Rand
 	tables []tableStmts // index n-1 for sbtest<n>
-	buf    []byte
-
-	// With Schema.Prepared: the statements prepared on stmtConn, by text.
-	// A new connection (after a reconnect) starts a new set.
-	stmtConn *sql.Conn
-	stmts    map[string]*sql.Stmt
-}
-
-// stmt returns q prepared on conn, preparing it the first time.
-func (c *sbClient) stmt(ctx context.Context, conn *sql.Conn, q string) (*sql.Stmt, error) {
-	if c.stmtConn != conn {
-		for _, st := range c.stmts {
-			_ = st.Close()
-		}
-		c.stmtConn, c.stmts = conn, make(map[string]*sql.Stmt)
-	}
-	if st := c.stmts[q]; st != nil {
-		return st, nil
-	}
-	st, err := conn.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	c.stmts[q] = st
-	return st, nil
-}
-
-// exec runs a statement that returns no rows.
-func (c *sbClient) exec(ctx context.Context, conn *sql.Conn, q string, args ...any) error {
-	if !c.s.Prepared {
-		_, err := conn.ExecContext(ctx, q, args...)
-		return err
-	}
-	st, err := c.stmt(ctx, conn, q)
-	if err == nil {
-		_, err = st.ExecContext(ctx, args...)
-	}
-	return err
-}
-
-// query runs a statement and reads its rows without keeping them.
-func (c *sbClient) query(ctx context.Context, conn *sql.Conn, q string, args ...any) error {
-	if !c.s.Prepared {
-		return drain(ctx, conn, q, args...)
-	}
-	st, err := c.stmt(ctx, conn, q)
-	if err != nil {
-		return err
-	}
-	return drainRows(st.QueryContext(ctx, args...))
+	c, pad []byte       // the last c and pad values drawn
 }
 
 func newSBClient(s Schema, seed uint64) *sbClient {
@@ -225,13 +176,18 @@ func newSBClient(s Schema, seed uint64) *sbClient {
 // statement group.
 func (c *sbClient) table() *tableStmts { return &c.tables[c.r.IntN(len(c.tables))] }
 
-// id picks a row id uniformly in 1..TableSize.
-func (c *sbClient) id() int { return 1 + c.r.IntN(c.s.TableSize) }
+// id picks a row id in 1..TableSize from the schema's distribution.
+func (c *sbClient) id() int { return c.s.Dist.pick(c.r, c.s.TableSize) }
 
-// digits returns a fresh c or pad value.
-func (c *sbClient) digits(groups int) string {
-	c.buf = appendDigits(c.buf[:0], c.r, groups)
-	return string(c.buf)
+// newC and newPad draw fresh c and pad values into reused buffers.
+func (c *sbClient) newC() []byte {
+	c.c = appendDigits(c.c[:0], c.r, cGroups)
+	return c.c
+}
+
+func (c *sbClient) newPad() []byte {
+	c.pad = appendDigits(c.pad[:0], c.r, padGroups)
+	return c.pad
 }
 
 // sysbenchWorkload is one of sysbench's OLTP workloads with its default
@@ -239,14 +195,14 @@ func (c *sbClient) digits(groups int) string {
 type sysbenchWorkload struct {
 	name   string
 	schema Schema
-	tx     func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error)
+	tx     func(c *sbClient, s *Session) error
 }
 
 // Name implements Workload.
 func (w sysbenchWorkload) Name() string { return w.name }
 
-// PreparedStatements reports Schema.Prepared.
-func (w sysbenchWorkload) PreparedStatements() bool { return w.schema.Prepared }
+// Options implements Workload.
+func (w sysbenchWorkload) Options() Schema { return w.schema }
 
 // NewClient implements Workload.
 func (w sysbenchWorkload) NewClient(seed uint64) Client {
@@ -255,12 +211,10 @@ func (w sysbenchWorkload) NewClient(seed uint64) Client {
 
 type sysbenchClient struct {
 	c  *sbClient
-	tx func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error)
+	tx func(c *sbClient, s *Session) error
 }
 
-func (c sysbenchClient) Tx(ctx context.Context, conn *sql.Conn) (int, error) {
-	return c.tx(c.c, ctx, conn)
-}
+func (c sysbenchClient) Tx(s *Session) error { return c.tx(c.c, s) }
 
 // Sysbench's oltp_common defaults.
 const (
@@ -280,72 +234,58 @@ const (
 //   - oltp_update_index: one UPDATE of k by primary key, autocommit;
 //   - oltp_insert (auto_inc): one INSERT of a new row (id 0: the next
 //     AUTO_INCREMENT value), autocommit; the tables grow.
-var sysbenchTx = map[string]func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error){
-	"oltp_point_select": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
-		return 1, c.query(ctx, conn, c.table().pointSelect, c.id())
+var sysbenchTx = map[string]func(c *sbClient, s *Session) error{
+	"oltp_point_select": func(c *sbClient, s *Session) error {
+		return s.run(c.table().pointSelect, intArg(c.id()))
 	},
-	"oltp_read_write": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
-		return c.oltp(ctx, conn, true, true)
+	"oltp_read_write": func(c *sbClient, s *Session) error { return c.oltp(s, true, true) },
+	"oltp_read_only":  func(c *sbClient, s *Session) error { return c.oltp(s, true, false) },
+	"oltp_write_only": func(c *sbClient, s *Session) error { return c.oltp(s, false, true) },
+	"oltp_update_index": func(c *sbClient, s *Session) error {
+		return s.run(c.table().indexUpdate, intArg(c.id()))
 	},
-	"oltp_read_only": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
-		return c.oltp(ctx, conn, true, false)
-	},
-	"oltp_write_only": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
-		return c.oltp(ctx, conn, false, true)
-	},
-	"oltp_update_index": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
-		return 1, c.exec(ctx, conn, c.table().indexUpdate, c.id())
-	},
-	"oltp_insert": func(c *sbClient, ctx context.Context, conn *sql.Conn) (int, error) {
-		return 1, c.exec(ctx, conn, c.table().insertRow, 0, c.id(), c.digits(cGroups), c.digits(padGroups))
+	"oltp_insert": func(c *sbClient, s *Session) error {
+		return s.run(c.table().insertRow, intArg(0), intArg(c.id()), bytesArg(c.newC()), bytesArg(c.newPad()))
 	},
 }
 
 // oltp runs sysbench's oltp_common transaction: BEGIN, the reads (10
 // point selects, then the simple, sum, order and distinct ranges), the
 // writes (index update, non-index update, delete and re-insert of one
-// row), COMMIT. It returns the statements sent.
-func (c *sbClient) oltp(ctx context.Context, conn *sql.Conn, reads, writes bool) (n int, err error) {
-	exec := func(q string, args ...any) error {
-		n++
-		return c.exec(ctx, conn, q, args...)
-	}
-	query := func(q string, args ...any) error {
-		n++
-		return c.query(ctx, conn, q, args...)
-	}
-	if err := exec("BEGIN"); err != nil {
-		return n, err
+// row), COMMIT.
+func (c *sbClient) oltp(s *Session, reads, writes bool) error {
+	if err := s.text("BEGIN"); err != nil {
+		return err
 	}
 	if reads {
 		t := c.table()
 		for range pointSelects {
-			if err := query(t.pointSelect, c.id()); err != nil {
-				return n, err
+			if err := s.run(t.pointSelect, intArg(c.id())); err != nil {
+				return err
 			}
 		}
-		for _, q := range []string{c.table().simpleRange, c.table().sumRange, c.table().orderRange, c.table().distinctRange} {
+		for _, st := range [...]*sqlStmt{c.table().simpleRange, c.table().sumRange, c.table().orderRange, c.table().distinctRange} {
 			from := c.id()
-			if err := query(q, from, from+rangeSize-1); err != nil {
-				return n, err
+			if err := s.run(st, intArg(from), intArg(from+rangeSize-1)); err != nil {
+				return err
 			}
 		}
 	}
 	if writes {
-		if err := exec(c.table().indexUpdate, c.id()); err != nil {
-			return n, err
+		if err := s.run(c.table().indexUpdate, intArg(c.id())); err != nil {
+			return err
 		}
-		if err := exec(c.table().nonIndexUpdate, c.digits(cGroups), c.id()); err != nil {
-			return n, err
+		if err := s.run(c.table().nonIndexUpdate, bytesArg(c.newC()), intArg(c.id())); err != nil {
+			return err
 		}
 		t := c.table()
 		id := c.id()
-		if err := exec(t.deleteRow, id); err != nil {
-			return n, err
+		if err := s.run(t.deleteRow, intArg(id)); err != nil {
+			return err
 		}
-		if err := exec(t.insertRow, id, c.id(), c.digits(cGroups), c.digits(padGroups)); err != nil {
-			return n, err
+		if err := s.run(t.insertRow, intArg(id), intArg(c.id()), bytesArg(c.newC()), bytesArg(c.newPad())); err != nil {
+			return err
 		}
 	}
-	return n, exec("COMMIT")
+	return s.text("COMMIT")
 }

@@ -1,12 +1,8 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -59,79 +55,32 @@ type HostUsage struct {
 	IOWaitPct float64 `json:"iowait_pct"`
 	// CtxSwitchesPerSec is the rate of /proc/stat ctxt.
 	CtxSwitchesPerSec float64 `json:"ctx_switches_per_s"`
+	// MemUsedPct is (MemTotal - MemAvailable) / MemTotal at the end.
+	MemUsedPct float64 `json:"mem_used_pct"`
+	// NetRxBps and NetTxBps are bytes/s over the network interfaces
+	// (loopback excluded); NetPct the busier direction as a share of the
+	// interfaces' link speed (0 when unknown); LoBps loopback bytes/s.
+	NetRxBps float64 `json:"net_rx_bps"`
+	NetTxBps float64 `json:"net_tx_bps"`
+	NetPct   float64 `json:"net_pct"`
+	LoBps    float64 `json:"lo_bps"`
+	// Source is "local" (/proc) or the node_exporter URL of the database
+	// host.
+	Source string `json:"source,omitempty"`
 }
 
-// procStat is the part of /proc/stat HostUsage needs.
-type procStat struct {
-	at         time.Time
-	total      uint64 // all jiffies of the aggregate cpu line
-	idle, wait uint64
-	ctxt       uint64
-}
-
-func readProcStat() (procStat, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return procStat{}, err
-	}
-	return parseProcStat(b, time.Now())
-}
-
-// parseProcStat reads the aggregate "cpu" line (user nice system idle
-// iowait irq softirq steal ...; guest time is already in user) and "ctxt".
-func parseProcStat(b []byte, at time.Time) (procStat, error) {
-	st := procStat{at: at}
-	var haveCPU, haveCtxt bool
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) < 2 {
-			continue
-		}
-		switch string(f[0]) {
-		case "cpu":
-			for i, v := range f[1:] {
-				if i >= 8 { // guest, guest_nice: counted in user already
-					break
-				}
-				n, err := strconv.ParseUint(string(v), 10, 64)
-				if err != nil {
-					return st, fmt.Errorf("bench: /proc/stat cpu: %w", err)
-				}
-				st.total += n
-				switch i {
-				case 3:
-					st.idle = n
-				case 4:
-					st.wait = n
-				}
-			}
-			haveCPU = true
-		case "ctxt":
-			n, err := strconv.ParseUint(string(f[1]), 10, 64)
-			if err != nil {
-				return st, fmt.Errorf("bench: /proc/stat ctxt: %w", err)
-			}
-			st.ctxt = n
-			haveCtxt = true
-		}
-	}
-	if !haveCPU || !haveCtxt {
-		return st, fmt.Errorf("bench: /proc/stat lacks cpu or ctxt")
-	}
-	return st, nil
-}
-
-func hostUsage(a, b procStat) HostUsage {
-	var u HostUsage
-	if total := float64(b.total - a.total); total > 0 {
-		idle := float64(b.idle - a.idle)
-		wait := float64(b.wait - a.wait)
-		u.CPUBusyPct = (total - idle - wait) / total * 100
-		u.IOWaitPct = wait / total * 100
-	}
-	if secs := b.at.Sub(a.at).Seconds(); secs > 0 {
-		u.CtxSwitchesPerSec = float64(b.ctxt-a.ctxt) / secs
-	}
-	return u
+// ProcessUsage is one local process's use during a hold: mysqld and
+// tpproxy, found by the ports they listen on.
+type ProcessUsage struct {
+	// Role is "server" or the target name of a proxy.
+	Role string `json:"role"`
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+	// CPUPct: 100 is one core.
+	CPUPct float64 `json:"cpu_pct"`
+	// CtxSwitchesPerSec sums voluntary and involuntary switches over the
+	// process's threads.
+	CtxSwitchesPerSec float64 `json:"ctx_switches_per_s"`
+	RSSBytes          uint64  `json:"rss_bytes"`
+	Threads           int     `json:"threads"`
 }

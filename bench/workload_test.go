@@ -1,9 +1,6 @@
 package bench
 
 import (
-	"context"
-	"database/sql"
-	"database/sql/driver"
 	"testing"
 )
 
@@ -23,14 +20,10 @@ func TestWorkloadsStatementsAndEffects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = Cleanup(ctx, db, schema.Tables) }()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	sess := testSession(t, srv.DSN(testUser, testPassword, testDB), schema)
 	state := func() (rows, sumK int64) {
 		t.Helper()
-		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*), SUM(k) FROM sbtest1").Scan(&rows, &sumK); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*), SUM(k) FROM sbtest1").Scan(&rows, &sumK); err != nil {
 			t.Fatal(err)
 		}
 		return rows, sumK
@@ -57,15 +50,18 @@ func TestWorkloadsStatementsAndEffects(t *testing.T) {
 			ps := schema
 			ps.Prepared = true
 			pw, _ := NewWorkload(c.name, ps)
-			if n, err := pw.NewClient(9).Tx(ctx, conn); err != nil || n != readWriteStmts {
-				t.Fatalf("prepared %s: %d statements, %v", c.name, n, err)
+			psess := testSession(t, srv.DSN(testUser, testPassword, testDB), ps)
+			if err := pw.NewClient(9).Tx(psess); err != nil || psess.queries != readWriteStmts {
+				t.Fatalf("prepared %s: %d statements, %v", c.name, psess.queries, err)
 			}
 		}
 		if wl.Name() != c.name {
 			t.Errorf("%s: Name() = %s", c.name, wl.Name())
 		}
 		rows0, k0 := state()
-		n, err := wl.NewClient(7).Tx(ctx, conn)
+		q0 := sess.queries
+		err = wl.NewClient(7).Tx(sess)
+		n := sess.queries - q0
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -82,13 +78,29 @@ func TestWorkloadsStatementsAndEffects(t *testing.T) {
 	}
 }
 
+// testSession opens a benchmark session on dsn.
+func testSession(t *testing.T, dsn string, s Schema) *Session {
+	t.Helper()
+	d, err := newDialer(Target{Name: "test", DSN: dsn}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := d.session(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.conn.Close() })
+	return sess
+}
+
 // TestPreparedOncePerConnection: with Schema.Prepared a client prepares
 // each statement once on its connection and then only executes it, as
 // sysbench --db-ps-mode=auto does; a new connection prepares again.
 func TestPreparedOncePerConnection(t *testing.T) {
 	srv := server(t)
 	ctx := t.Context()
-	db, err := OpenDB(srv.DSN(testUser, testPassword, testDB), 2)
+	dsn := srv.DSN(testUser, testPassword, testDB)
+	db, err := OpenDB(dsn, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,36 +114,27 @@ func TestPreparedOncePerConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pw, ok := wl.(preparedWorkload); !ok || !pw.PreparedStatements() {
-		t.Fatal("workload does not report prepared statements")
-	}
 	client := wl.NewClient(1)
-	status := func(conn interface {
-		QueryRowContext(context.Context, string, ...any) *sql.Row
-	}, name string) int {
+	status := func(name string) int {
 		t.Helper()
 		var n string
 		var v int
-		if err := conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE '"+name+"'").Scan(&n, &v); err != nil {
+		if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&n, &v); err != nil {
 			t.Fatal(err)
 		}
 		return v
 	}
 	for round := range 2 {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p0, e0 := status(conn, "Com_stmt_prepare"), status(conn, "Com_stmt_execute")
+		sess := testSession(t, dsn, schema)
+		p0, e0 := status("Com_stmt_prepare"), status("Com_stmt_execute")
 		for range 5 {
-			if _, err := client.Tx(ctx, conn); err != nil {
+			if err := client.Tx(sess); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if p, e := status(conn, "Com_stmt_prepare")-p0, status(conn, "Com_stmt_execute")-e0; p != 1 || e != 5 {
+		if p, e := status("Com_stmt_prepare")-p0, status("Com_stmt_execute")-e0; p != 1 || e != 5 {
 			t.Errorf("connection %d: %d prepares and %d executes for 5 transactions, want 1 and 5", round, p, e)
 		}
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // retire it: the next round gets a new one
-		conn.Close()
+		sess.conn.Close()
 	}
 }

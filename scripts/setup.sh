@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tpproxy's tests and demo need on Debian/Ubuntu: a MariaDB
-# server and client, sysbench, and PyMySQL for the system python3.
+# server and client, sysbench, and PyMySQL for the system python3; with the
+# argument "tests" also Chromium (headless, for the report.html test).
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -9,6 +10,9 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || command -v m
 command -v mariadb >/dev/null 2>&1 || command -v mysql >/dev/null 2>&1 || need+=(mariadb-client)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 /usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 || need+=(python3-pymysql)
+if [ "${1:-}" = "tests" ]; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+fi
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

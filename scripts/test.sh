@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh
+bash scripts/setup.sh tests
 go vet ./...
 go test -race -count=1 -timeout 30m ./...
 
@@ -27,5 +27,9 @@ done <<'TARGETS'
 ./pool FuzzParseGreeting
 ./admin FuzzParse
 ./admin FuzzHandshake
+./internal/sysstat FuzzNodeExporter
+./internal/sysstat FuzzProcParsers
+./internal/mysqlclient FuzzReadResult
+./internal/mysqlclient FuzzHandshake
 TARGETS
 echo "all tests passed"

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"strings"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,135 +10,186 @@ import (
 	"github.com/tpproxy/tpproxy/bench"
 )
 
-// compareFlags are the flags of `tpbench compare`.
-type compareFlags struct {
-	targets      []string
-	workload     string
-	psMode       string
-	tables       int
-	tableSize    int
-	threads      string
-	step         int
-	maxThreads   int
-	warmup       time.Duration
-	stepDuration time.Duration
-	stopP90      time.Duration
-	stopP99      time.Duration
-	stopSuccess  float64
-	serverDSN    string
-	out          string
-}
-
 func newCompareCmd(a *app) *cobra.Command {
-	var f compareFlags
+	var (
+		lf loadFlags
+		rf rampFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "compare --target NAME=DSN [--target NAME=DSN ...]",
 		Short: "Run the same stepped load on several targets and compare them",
 		Long: `Run a stepped load on each target: every step runs on all targets in turn
 (direct, proxy, direct, proxy, ...) before the next step, so that the machine's
 drift affects them alike. A target that breaks a stop condition sits out the
-remaining steps. With two or more targets the later ones are compared with the
-first. The sysbench tables must exist (sysbench prepare, or the same --tables and
---table-size as when they were loaded).
+remaining steps; --confirm reruns its last passing step. With two or more
+targets the later ones are compared with the first. The data must exist
+(tpbench prepare with the same --workload, --tables, --schemas, --scale).
 
   tpbench compare --target direct='root@tcp(127.0.0.1:3306)/sbtest' \
     --target proxy='root@tcp(127.0.0.1:6033)/sbtest' \
+    --proxy-admin 'admin:admin@tcp(127.0.0.1:6032)/' \
     --workload oltp_read_write --threads 40 --step 40 --max-threads 400 \
-    --step-duration 60s --stop-p90 100ms --stop-success 99.99 --out results/
+    --step-duration 5m --stop-p90 100ms --stop-success 99.99 --stop-cpu 70 \
+    --confirm 5m --out results/
 
 Ctrl-C ends the run and writes what was measured so far.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runCompare(cmd, a, f)
+			cfg, err := buildRamp(cmd, a, &lf, &rf, "tpbench compare")
+			if err != nil {
+				return err
+			}
+			rep, runErr := bench.Ramp(cmd.Context(), cfg)
+			if runErr != nil {
+				runErr = fmt.Errorf("compare: %w", runErr)
+			}
+			return finish(cmd, rep, lf.out, runErr)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringArrayVar(&f.targets, "target", nil, "NAME=DSN (go-sql-driver DSN with the sysbench database); repeat for each target")
-	fl.StringVar(&f.workload, "workload", "oltp_point_select", "workload: "+strings.Join(bench.WorkloadNames(), ", "))
-	fl.StringVar(&f.psMode, "ps-mode", "auto", "auto: server-side prepared statements, prepared once per connection (sysbench's default); disable: text protocol")
-	fl.IntVar(&f.tables, "tables", 4, "sysbench tables (sbtest1..N)")
-	fl.IntVar(&f.tableSize, "table-size", 10000, "rows per table")
-	fl.StringVar(&f.threads, "threads", "8", "client counts: a list (8,64,512) or the start of a ramp with --step and --max-threads")
-	fl.IntVar(&f.step, "step", 0, "clients added per step")
-	fl.IntVar(&f.maxThreads, "max-threads", 0, "last step's clients")
-	fl.DurationVar(&f.warmup, "warmup", 5*time.Second, "unmeasured load before each step (0: none)")
-	fl.DurationVar(&f.stepDuration, "step-duration", 30*time.Second, "measured time of each step")
-	fl.DurationVar(&f.stopP90, "stop-p90", 0, "stop a target at the first step whose p90 latency exceeds this (0: off)")
-	fl.DurationVar(&f.stopP99, "stop-p99", 0, "stop a target at the first step whose p99 latency exceeds this (0: off)")
-	fl.Float64Var(&f.stopSuccess, "stop-success", 0, "stop a target at the first step with a lower success percentage (0: off)")
-	fl.StringVar(&f.serverDSN, "server-dsn", "", "DSN for SHOW GLOBAL STATUS on the database server (optional)")
-	fl.StringVar(&f.out, "out", "", "write results.json and summary.md to this directory")
+	lf.register(cmd)
+	rf.register(cmd)
 	return cmd
 }
 
-// parseTargets reads NAME=DSN flags.
-func parseTargets(flags []string) ([]bench.Target, error) {
-	var ts []bench.Target
-	for _, s := range flags {
-		name, dsn, ok := strings.Cut(s, "=")
-		if !ok || name == "" || dsn == "" || strings.ContainsAny(name, "@/()") {
-			return nil, fmt.Errorf("--target %q: want NAME=DSN, e.g. direct='root@tcp(127.0.0.1:3306)/sbtest'", s)
-		}
-		ts = append(ts, bench.Target{Name: name, DSN: dsn})
+func newSweepCmd(a *app) *cobra.Command {
+	var (
+		lf       loadFlags
+		rf       rampFlags
+		params   []string
+		baseline string
+	)
+	cmd := &cobra.Command{
+		Use:   "sweep --target proxy=DSN --proxy-admin DSN --param NAME=V1,V2 [--param ...]",
+		Short: "Run the ramp for every combination of thread-pool settings and recommend one",
+		Long: `For every combination of the --param values, set them on tpproxy through its
+admin port (one SET GLOBAL for all), run the ramp on the proxy target, and
+recommend the combination with the widest plateau: the most steps passing the
+stop conditions, then the highest TPS within them. The settings found at the
+start are restored at the end. --baseline runs the ramp once on another target
+(the server directly) for comparison.
+
+  tpbench sweep --target proxy='app:pw@tcp(127.0.0.1:6033)/sbtest' \
+    --proxy-admin 'admin:admin@tcp(127.0.0.1:6032)/' \
+    --param thread_pool_size=1,2,4 --param thread_pool_oversubscribe=1,3 \
+    --workload oltp_read_write --threads 64 --step 64 --max-threads 512 \
+    --step-duration 1m --stop-p90 100ms --out sweep/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(lf.proxyAdmin) != 1 {
+				return fmt.Errorf("sweep needs exactly one --proxy-admin DSN")
+			}
+			adminDSN := lf.proxyAdmin[0]
+			lf.proxyAdmin = nil
+			cfg, err := buildRamp(cmd, a, &lf, &rf, "tpbench sweep")
+			if err != nil {
+				return err
+			}
+			sc := bench.SweepConfig{Ramp: cfg, AdminDSN: adminDSN}
+			for _, p := range params {
+				sp, err := bench.ParseParam(p)
+				if err != nil {
+					return err
+				}
+				sc.Params = append(sc.Params, sp)
+			}
+			if baseline != "" {
+				ts, err := parseTargets([]string{baseline})
+				if err != nil {
+					return fmt.Errorf("--baseline: %w", err)
+				}
+				sc.Baseline = &ts[0]
+			}
+			rep, runErr := bench.Sweep(cmd.Context(), sc)
+			if runErr != nil {
+				runErr = fmt.Errorf("sweep: %w", runErr)
+			}
+			return finish(cmd, rep, lf.out, runErr)
+		},
 	}
-	if len(ts) == 0 {
-		return nil, errors.New("at least one --target NAME=DSN is required")
-	}
-	return ts, nil
+	lf.register(cmd)
+	rf.register(cmd)
+	fl := cmd.Flags()
+	fl.StringArrayVar(&params, "param", nil, "NAME=V1,V2,...: a tpproxy variable and the values to try; repeat for more variables")
+	fl.StringVar(&baseline, "baseline", "", "NAME=DSN run once before the sweep for comparison (e.g. direct=...)")
+	return cmd
 }
 
-func runCompare(cmd *cobra.Command, a *app, f compareFlags) error {
-	targets, err := parseTargets(f.targets)
-	if err != nil {
-		return err
+func newSoakCmd(a *app) *cobra.Command {
+	var (
+		lf                loadFlags
+		threads, spikeTh  int
+		duration, sample  time.Duration
+		spikeAt, spikeDur time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "soak --target NAME=DSN --duration 12h --threads 52",
+		Short: "Hold a stable load for hours, with an optional spike, and flag decay",
+		Long: `Hold --threads clients on one target for --duration, sampling TPS, latency,
+errors, host CPU and memory, and the local server's and proxy's RSS every
+--sample into soak.csv. --spike-threads more clients join at --spike-at for
+--spike-duration. At the end the run is flagged for TPS decay, a rising error
+rate, and growing server or proxy memory (first quarter vs last quarter).
+
+  tpbench soak --target proxy='app:pw@tcp(127.0.0.1:6033)/sbtest' \
+    --workload oltp_read_write --threads 52 --duration 12h --sample 5m \
+    --spike-at 6h --spike-threads 200 --spike-duration 5m --out soak/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			targets, err := parseTargets(lf.targets)
+			if err != nil {
+				return err
+			}
+			if len(targets) != 1 {
+				return fmt.Errorf("soak takes exactly one --target")
+			}
+			schema, err := lf.schema()
+			if err != nil {
+				return err
+			}
+			mon, err := lf.monitor(targets)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			rep, runErr := bench.Soak(cmd.Context(), bench.SoakConfig{
+				Target: targets[0], Workload: lf.workload, Schema: schema, Threads: threads,
+				Duration: duration, Sample: sample, Warmup: lf.warmup,
+				SpikeAt: spikeAt, SpikeThreads: spikeTh, SpikeDuration: spikeDur,
+				ConnectPerTx: lf.connectPerTx, ServerDSN: lf.serverDSN, Monitor: mon,
+				Out: out, Interactive: isTerminal(out), Logger: a.log,
+			})
+			if runErr != nil {
+				runErr = fmt.Errorf("soak: %w", runErr)
+			}
+			return finish(cmd, rep, lf.out, runErr)
+		},
 	}
-	steps, err := bench.ParseSteps(f.threads, f.step, f.maxThreads)
-	if err != nil {
-		return err
-	}
-	if f.psMode != "auto" && f.psMode != "disable" {
-		return fmt.Errorf("--ps-mode %q: want auto or disable", f.psMode)
-	}
-	if f.stopSuccess < 0 || f.stopSuccess > 100 || f.stopP90 < 0 || f.stopP99 < 0 {
-		return errors.New("--stop-success must be 0..100 and --stop-p90/--stop-p99 not negative")
-	}
-	out := cmd.OutOrStdout()
-	rep, runErr := bench.Ramp(cmd.Context(), bench.RampConfig{
-		Targets: targets, Workload: f.workload,
-		Schema: bench.Schema{Tables: f.tables, TableSize: f.tableSize, Prepared: f.psMode == "auto"},
-		Steps:  steps, Warmup: f.warmup, StepDuration: f.stepDuration, ServerDSN: f.serverDSN,
-		Stop: bench.StopConditions{P90: f.stopP90, P99: f.stopP99, MinSuccess: f.stopSuccess},
-		Out:  out, Interactive: isTerminal(out), Logger: a.log,
-	})
-	if rep == nil {
-		return fmt.Errorf("compare: %w", runErr)
-	}
-	if len(rep.Comparisons) > 0 {
-		fmt.Fprintf(out, "\n%s vs %s (ratio = second/first):\n", targets[0].Name, strings.Join(targetNames(targets[1:]), ", "))
-		if err := bench.RenderTable(out, rep.Comparisons); err != nil {
-			return err
-		}
-	}
-	for _, n := range rep.Notes {
-		fmt.Fprintln(out, n)
-	}
-	if f.out != "" && len(rep.Steps) > 0 {
-		results, summary, err := rep.WriteFiles(f.out)
-		if err != nil {
-			return errors.Join(runErr, err)
-		}
-		fmt.Fprintf(out, "\nresults: %s\nsummary: %s\n", results, summary)
-	}
-	if runErr != nil {
-		return fmt.Errorf("compare: %w", runErr)
-	}
-	return nil
+	lf.register(cmd)
+	fl := cmd.Flags()
+	fl.IntVar(&threads, "threads", 52, "clients of the stable load")
+	fl.DurationVar(&duration, "duration", time.Hour, "length of the soak")
+	fl.DurationVar(&sample, "sample", time.Minute, "time-series interval")
+	fl.DurationVar(&spikeAt, "spike-at", 0, "when the spike starts (after the warmup)")
+	fl.IntVar(&spikeTh, "spike-threads", 0, "extra clients of the spike (0: no spike)")
+	fl.DurationVar(&spikeDur, "spike-duration", 5*time.Minute, "length of the spike")
+	return cmd
 }
 
-func targetNames(ts []bench.Target) []string {
-	var out []string
-	for _, t := range ts {
-		out = append(out, t.Name)
+func newReportCmd(*app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "report DIR",
+		Short: "Regenerate summary.md, results.csv and report.html from DIR/results.json",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := bench.ReadReport(filepath.Join(args[0], bench.ResultsFile))
+			if err != nil {
+				return err
+			}
+			if _, _, err := rep.WriteFiles(args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", filepath.Join(args[0], bench.HTMLFile))
+			return nil
+		},
 	}
-	return out
 }

@@ -25,12 +25,14 @@ func newDemoCmd(a *app) *cobra.Command {
 	var f demoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Start a sandbox server and tpproxy, and compare direct vs proxy in about two minutes",
-		Long: `Start a private sandbox server and tpproxy (in-process) in front of it, load
-the sysbench tables, and run each step directly and through the proxy:
-oltp_point_select with 8 clients, oltp_read_write with 8, and oltp_read_write
-with 1000. Prints a before/after table and writes results.json and summary.md
-to --out. The sandbox is stopped and removed at the end unless --keep.
+		Short: "Start a sandbox server and tpproxy, and compare direct vs proxy in about four minutes",
+		Long: `Start a private sandbox server (one thread per connection) and tpproxy
+(in-process, with its admin port) in front of it, load the sysbench tables,
+and run each step directly and through the proxy: oltp_point_select with 8
+clients, then oltp_read_write with 8, 64, 256 and 1000. Prints a before/after
+table and writes results.json, results.csv, summary.md and report.html to
+--out. The sandbox is stopped and removed at the end unless --keep. Ctrl-C
+writes what was measured so far.
 
 With --dsn the demo uses that server instead (its database gets tables
 sbtest1..4, dropped at the end unless --keep; the DSN's account is also the
@@ -42,8 +44,8 @@ proxy's login and backend account).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "", "output directory (default ./tpbench-demo-<timestamp>)")
-	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured time of each run")
-	fl.DurationVar(&f.warmup, "warmup", 2*time.Second, "warmup before each run (0: none)")
+	fl.DurationVar(&f.duration, "duration", 15*time.Second, "measured time of each run")
+	fl.DurationVar(&f.warmup, "warmup", 3*time.Second, "warmup before each run (0: none)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the sandbox running in "+defaultSandboxDir+" (and the tables in place)")
 	fl.StringVar(&f.dsn, "dsn", "", "use this server (go-sql-driver DSN with a database) instead of a sandbox")
 	fl.StringVar(&f.rootDSN, "root-dsn", "", "admin DSN for SHOW GLOBAL STATUS (default: sandbox root, or --dsn)")

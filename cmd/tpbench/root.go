@@ -34,6 +34,9 @@ func newRootCmd() *cobra.Command {
 		newSandboxCmd(a),
 		newDemoCmd(a),
 		newCompareCmd(a),
+		newSweepCmd(a),
+		newSoakCmd(a),
+		newReportCmd(a),
 		newPrepareCmd(a),
 		newCleanupCmd(a),
 	)

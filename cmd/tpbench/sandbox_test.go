@@ -69,7 +69,7 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	}
 
 	// prepare, compare and cleanup against the sandbox.
-	if out, err := tpbench(ctx, "prepare", "--dsn", appDSN, "--tables", "2", "--table-size", "300"); err != nil || !strings.Contains(out, "prepared 2 tables") {
+	if out, err := tpbench(ctx, "prepare", "--dsn", appDSN, "--tables", "2", "--table-size", "300"); err != nil || !strings.Contains(out, "prepared the oltp_read_write data") {
 		t.Fatalf("prepare: %v\n%s", err, out)
 	}
 	var rows int
@@ -82,10 +82,44 @@ func TestSandboxUpStatusDown(t *testing.T) {
 	if err != nil || !strings.Contains(out, "oltp_point_select/2") {
 		t.Fatalf("compare: %v\n%s", err, out)
 	}
-	for _, f := range []string{"results.json", "results.csv", "summary.md"} {
+	for _, f := range []string{"results.json", "results.csv", "summary.md", "report.html"} {
 		if _, err := os.Stat(filepath.Join(outDir, f)); err != nil {
 			t.Errorf("compare --out: %v", err)
 		}
+	}
+	// tpbench report regenerates report.html from results.json.
+	if err := os.Remove(filepath.Join(outDir, "report.html")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := tpbench(ctx, "report", outDir); err != nil || !strings.Contains(out, "report.html") {
+		t.Errorf("report: %v\n%s", err, out)
+	}
+	if html, err := os.ReadFile(filepath.Join(outDir, "report.html")); err != nil || !strings.Contains(string(html), `data-chart="tps"`) {
+		t.Errorf("regenerated report.html: %v", err)
+	}
+	if out, err := tpbench(ctx, "report", t.TempDir()); err == nil {
+		t.Errorf("report of an empty directory succeeded:\n%s", out)
+	}
+
+	// The ability_attr scenario over two databases, a connection per
+	// transaction, pareto keys.
+	rootDSN := srv.RootDSN("sbtest")
+	if out, err := tpbench(ctx, "prepare", "--dsn", rootDSN, "--workload", "ability_attr", "--scale", "0.001", "--schemas", "2"); err != nil {
+		t.Fatalf("prepare ability_attr: %v\n%s", err, out)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sbtest_2.ability_attr").Scan(&rows); err != nil || rows != 1200 {
+		t.Errorf("sbtest_2.ability_attr has %d rows, %v; want 1200", rows, err)
+	}
+	out, err = tpbench(ctx, "compare", "--target", "direct="+rootDSN, "--workload", "ability_attr", "--scale", "0.001",
+		"--schemas", "2", "--connect-per-tx", "--rand-type", "pareto", "--threads", "2", "--warmup", "0s", "--step-duration", "500ms", "--ps-mode", "disable")
+	if err != nil || !strings.Contains(out, "ability_attr/2") || !strings.Contains(out, "errors 0") {
+		t.Errorf("compare ability_attr: %v\n%s", err, out)
+	}
+	if out, err := tpbench(ctx, "cleanup", "--dsn", rootDSN, "--workload", "ability_attr", "--schemas", "2"); err != nil {
+		t.Fatalf("cleanup ability_attr: %v\n%s", err, out)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'sbtest\\_%'").Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("after cleanup: %d sbtest_N databases, %v", rows, err)
 	}
 	if out, err := tpbench(ctx, "cleanup", "--dsn", appDSN, "--tables", "2"); err != nil {
 		t.Fatalf("cleanup: %v\n%s", err, out)

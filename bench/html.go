@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,8 +53,26 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			Tables:     []htmlreport.Table{{Header: sweepHeader, Rows: sweepRows(s), NumericCols: []int{1, 2, 3}}},
 		})
 	}
-	if charts := r.rampCharts(); len(charts) > 0 {
-		p.Sections = append(p.Sections, htmlreport.Section{Heading: "Charts", Charts: charts})
+	var workloads []string
+	for _, st := range r.Steps {
+		if !slices.Contains(workloads, st.Workload) {
+			workloads = append(workloads, st.Workload)
+		}
+	}
+	for _, wl := range workloads {
+		var steps []StepResult
+		for _, st := range r.Steps {
+			if st.Workload == wl {
+				steps = append(steps, st)
+			}
+		}
+		heading, suffix := "Charts", ""
+		if len(workloads) > 1 {
+			heading, suffix = "Charts: "+wl, "-"+wl
+		}
+		if charts := rampCharts(steps, suffix); len(charts) > 0 {
+			p.Sections = append(p.Sections, htmlreport.Section{Heading: heading, Charts: charts})
+		}
 	}
 	if s := r.Soak; s != nil {
 		p.Sections = append(p.Sections, htmlreport.Section{
@@ -155,19 +174,16 @@ func sweepRows(s *SweepOutcome) [][]string {
 	return rows
 }
 
-// rampCharts draws the ramp's steps against client count, one series per
-// target (and workload, when several ran).
-func (r *Report) rampCharts() []htmlreport.Chart {
-	workloads := map[string]bool{}
-	for _, s := range r.Steps {
-		workloads[s.Workload] = true
+// rampCharts draws one workload's steps against client count, one series
+// per target; idSuffix tells the charts of several workloads apart. Client
+// counts spanning a factor of 8 or more get a log axis.
+func rampCharts(steps []StepResult, idSuffix string) []htmlreport.Chart {
+	name := func(s StepResult) string { return s.Target }
+	lo, hi := math.MaxInt, 0
+	for _, s := range steps {
+		lo, hi = min(lo, s.Threads), max(hi, s.Threads)
 	}
-	name := func(s StepResult) string {
-		if len(workloads) > 1 {
-			return s.Target + " " + s.Workload
-		}
-		return s.Target
-	}
+	logX := hi >= 8*lo
 	type key struct{ series, suffix string }
 	series := map[key][]htmlreport.Point{}
 	var order []key
@@ -179,7 +195,10 @@ func (r *Report) rampCharts() []htmlreport.Chart {
 		series[k] = append(series[k], htmlreport.Point{X: float64(s.Threads), Y: y})
 	}
 	chart := func(id, title, ylabel string, suffixes ...string) htmlreport.Chart {
-		c := htmlreport.Chart{ID: id, Title: title, XLabel: "clients", YLabel: ylabel}
+		c := htmlreport.Chart{ID: id + idSuffix, Title: title, XLabel: "clients", YLabel: ylabel, LogX: logX}
+		if lo == hi { // a single client count: bars read better than lone dots
+			c.Kind = htmlreport.BarChart
+		}
 		for _, k := range order {
 			if slices.Contains(suffixes, k.suffix) {
 				n := k.series
@@ -192,7 +211,7 @@ func (r *Report) rampCharts() []htmlreport.Chart {
 		return c
 	}
 	var haveHost, haveProxy, haveProc bool
-	for _, s := range r.Steps {
+	for _, s := range steps {
 		if s.Confirm {
 			continue
 		}

@@ -170,12 +170,16 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 	stop := make(chan struct{})
 	var live liveCounters
 	workers := make([]*worker, st.Threads)
+	shards := make([]*histShard, min(st.Threads, histShards))
+	for i := range shards {
+		shards[i] = &histShard{h: NewHistogram()}
+	}
 	var wg sync.WaitGroup
 	for i := range st.Threads {
 		w := &worker{
 			dial: dial, index: i, perTx: st.ConnectPerTx, client: st.Workload.NewClient(st.Seed + uint64(i)),
 			holdStart: holdStart, holdEnd: holdEnd,
-			hist: NewHistogram(), errors: map[string]uint64{}, live: &live, log: log,
+			hist: shards[i%len(shards)], errors: map[string]uint64{}, live: &live, log: log,
 		}
 		if sessions != nil {
 			w.setSession(sessions[i])
@@ -191,7 +195,6 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 	}
 	res.Histogram = NewHistogram()
 	for _, w := range workers {
-		res.Histogram.Merge(w.hist)
 		res.Transactions += w.tx
 		res.Queries += w.queries
 		res.Deadlocks += w.deadlocks
@@ -201,6 +204,9 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 			res.Errors[k] += n
 			res.ErrorTotal += n
 		}
+	}
+	for _, sh := range shards {
+		res.Histogram.Merge(sh.h)
 	}
 	res.Latency = res.Histogram.Summary()
 	if res.DurationSec > 0 {
@@ -373,6 +379,24 @@ func coordinate(ctx context.Context, st Step, sampler *serverSampler, base map[s
 	}
 }
 
+// histShards bounds the exact histograms of a step: an HDR histogram
+// over 1 µs..60 s is about 140 KB, too much to give each of 10,000
+// clients one. Workers share them round-robin, each behind a mutex that
+// is rarely contended.
+const histShards = 32
+
+// histShard is one of a step's exact latency histograms.
+type histShard struct {
+	mu sync.Mutex
+	h  *Histogram
+}
+
+func (s *histShard) record(d time.Duration) {
+	s.mu.Lock()
+	s.h.Record(d)
+	s.mu.Unlock()
+}
+
 // liveCounters feed Progress; workers add to them after every
 // transaction.
 type liveCounters struct {
@@ -396,7 +420,7 @@ type worker struct {
 
 	holdStart, holdEnd time.Time
 
-	hist                 *Histogram
+	hist                 *histShard
 	tx, queries          uint64
 	deadlocks, lockWaits uint64
 	reconnects           uint64
@@ -507,7 +531,7 @@ func (w *worker) count(begin, end time.Time, queries int, outcome txOutcome, key
 		return
 	}
 	w.tx++
-	w.hist.Record(end.Sub(begin))
+	w.hist.record(end.Sub(begin))
 }
 
 // transaction runs one transaction, retrying it after a deadlock or lock

@@ -64,7 +64,7 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`data-chart="tps"`, `data-chart="latency"`, `data-chart="queue"`, "oltp_read_write/1000"} {
+	for _, want := range []string{`data-chart="tps-oltp_point_select"`, `data-chart="latency-oltp_read_write"`, `data-chart="queue-oltp_read_write"`, "oltp_read_write/1000"} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("report.html lacks %s", want)
 		}

@@ -432,6 +432,19 @@ func renderBar(c Chart) ([]byte, []string, error) {
 	opt.ValueAxis = []charts.ValueAxisOption{{
 		LabelFontStyle: charts.FontStyle{FontSize: axisFontSize, FontColor: charts.ColorFromHex(textColor)},
 	}}
+	// Bars start at zero unless a value is negative: a cut axis would
+	// make small differences look large.
+	nonNegative := true
+	for _, vs := range values {
+		for _, v := range vs {
+			if v < 0 {
+				nonNegative = false
+			}
+		}
+	}
+	if nonNegative {
+		opt.ValueAxis[0].Min = charts.Ptr(0.0)
+	}
 	p := charts.NewPainter(charts.PainterOptions{
 		OutputFormat: charts.ChartOutputSVG,
 		Width:        chartWidth,

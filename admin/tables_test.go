@@ -270,7 +270,7 @@ func TestProcesslistAndKill(t *testing.T) {
 var allStatus = []string{
 	"Aborted_connects", "Backend_pool_idle", "Backend_pool_in_use", "Backend_pool_size", "Backend_pool_waits",
 	"Pins_total", "Prepared_stmt_backend", "Prepared_stmt_client", "Questions", "Sessions_pinned",
-	"Threadpool_admitted", "Threadpool_idle_threads", "Threadpool_kickups", "Threadpool_queue_timeouts",
+	"Threadpool_admitted", "Threadpool_idle_threads", "Threadpool_kickups", "Threadpool_queue_timeouts", "Threadpool_queue_wait_us",
 	"Threadpool_queued", "Threadpool_stalls", "Threadpool_threads", "Threadpool_waited", "Threads_connected", "Threads_running",
 }
 

@@ -239,7 +239,9 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		return nil
 	}
 	t.since = s.cfg.Now()
-	queuedAt := t.since
+	// The wait is measured on the clock of the moment (a Reconfigure may
+	// replace s.cfg once mu is released).
+	queuedAt, clock := t.since, s.cfg.Now
 	t.granted = false
 	if t.high {
 		g.high.push(t)
@@ -267,7 +269,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 	select {
 	case <-t.ch:
 		s.admitted.Add(1)
-		s.queueWait.Add(int64(s.cfg.Now().Sub(queuedAt)))
+		s.queueWait.Add(int64(clock().Sub(queuedAt)))
 		return nil
 	case <-t.timer.C:
 		err = fmt.Errorf("%w (%s)", ErrQueueTimeout, timeout)
@@ -280,7 +282,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		s.mu.Unlock()
 		<-t.ch
 		s.admitted.Add(1)
-		s.queueWait.Add(int64(s.cfg.Now().Sub(queuedAt)))
+		s.queueWait.Add(int64(clock().Sub(queuedAt)))
 		return nil
 	}
 	g = t.g // a resize may have moved it

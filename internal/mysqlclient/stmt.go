@@ -1,6 +1,7 @@
 package mysqlclient
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -16,6 +17,14 @@ type Stmt struct {
 	Params int
 	// Columns is the number of columns of the statement's result set.
 	Columns int
+
+	// types are the parameter types last sent; bound is set once an
+	// execute that sent them succeeded. The server keeps a statement's
+	// types between executes, so later executes with the same types omit
+	// them (new-params-bound 0), as libmariadb does: less for the server
+	// to parse on every execute.
+	types []byte
+	bound bool
 }
 
 // ArgKind is the type of an Arg.
@@ -105,25 +114,31 @@ func (c *Conn) Execute(s *Stmt, args ...Arg) (rows int, err error) {
 	if len(args) != s.Params {
 		return 0, fmt.Errorf("%w: %d arguments for %d parameters", ErrBadArgs, len(args), s.Params)
 	}
-	b, err := appendExecute(c.scratch[:0], s.ID, args)
+	b, err := appendExecute(c.scratch[:0], s, args)
 	if err != nil {
 		return 0, err
 	}
 	c.scratch = b
 	c.w.SetSeq(0)
 	if err := c.w.WritePacket(b); err != nil {
+		s.bound = false
 		return 0, c.fail(err)
 	}
 	if err := c.flush(); err != nil {
+		s.bound = false
 		return 0, err
 	}
-	return c.readResult()
+	rows, err = c.readResult()
+	// After any error the types are sent again: a failed execute may not
+	// have left them bound on the server.
+	s.bound = err == nil
+	return rows, err
 }
 
 // appendExecute appends a COM_STMT_EXECUTE payload to b.
-func appendExecute(b []byte, id uint32, args []Arg) ([]byte, error) {
+func appendExecute(b []byte, s *Stmt, args []Arg) ([]byte, error) {
 	b = append(b, comStmtExecute)
-	b = binary.LittleEndian.AppendUint32(b, id)
+	b = binary.LittleEndian.AppendUint32(b, s.ID)
 	b = append(b, 0)          // flags: no cursor
 	b = append(b, 1, 0, 0, 0) // iteration count
 	if len(args) == 0 {
@@ -134,6 +149,7 @@ func appendExecute(b []byte, id uint32, args []Arg) ([]byte, error) {
 		b = append(b, 0)
 	}
 	b = append(b, 1) // new-params-bound: types follow
+	typesAt := len(b)
 	for _, a := range args {
 		switch a.Kind {
 		case ArgNull:
@@ -145,6 +161,13 @@ func appendExecute(b []byte, id uint32, args []Arg) ([]byte, error) {
 		default:
 			return b, fmt.Errorf("%w: argument kind %d", ErrBadArgs, a.Kind)
 		}
+	}
+	if s.bound && bytes.Equal(b[typesAt:], s.types) {
+		b[typesAt-1] = 0
+		b = b[:typesAt]
+	} else {
+		s.types = append(s.types[:0], b[typesAt:]...)
+		s.bound = false
 	}
 	for i, a := range args {
 		switch a.Kind {

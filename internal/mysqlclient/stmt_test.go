@@ -148,3 +148,49 @@ func TestPreparedErrors(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestExecuteSendsTypesOnlyWhenTheyChange: once an execute with some
+// parameter types succeeded, later executes with the same types leave them
+// out (new-params-bound 0); a change of type sends them again.
+func TestExecuteSendsTypesOnlyWhenTheyChange(t *testing.T) {
+	s := &mysqlclient.Stmt{ID: 7, Params: 1}
+	first, err := mysqlclient.AppendExecute(nil, s, []mysqlclient.Arg{mysqlclient.Int(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cmd, id(4), flags, iterations(4), null bitmap(1), bound flag, type(2), value(8)
+	if len(first) != 1+4+1+4+1+1+2+8 || first[11] != 1 {
+		t.Fatalf("first execute % x", first)
+	}
+	again, _ := mysqlclient.AppendExecute(nil, s, []mysqlclient.Arg{mysqlclient.Int(6)})
+	if again[11] != 1 {
+		t.Fatal("types left out before an execute with them succeeded")
+	}
+	mysqlclient.SetBound(s)
+	again, _ = mysqlclient.AppendExecute(nil, s, []mysqlclient.Arg{mysqlclient.Int(6)})
+	if len(again) != len(first)-2 || again[11] != 0 {
+		t.Fatalf("same types again: % x", again)
+	}
+	changed, _ := mysqlclient.AppendExecute(nil, s, []mysqlclient.Arg{mysqlclient.String("6")})
+	if changed[11] != 1 {
+		t.Fatalf("changed type not sent: % x", changed)
+	}
+
+	// On the server: alternating types give the right answers.
+	c := connect(t, testConfig(t))
+	st, err := c.Prepare("SELECT 1 FROM DUAL WHERE ? = 5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		arg  mysqlclient.Arg
+		rows int
+	}{
+		{mysqlclient.Int(5), 1}, {mysqlclient.Int(5), 1}, {mysqlclient.Int(4), 0}, {mysqlclient.Null(), 0},
+		{mysqlclient.Int(5), 1}, {mysqlclient.String("5"), 1}, {mysqlclient.String("x"), 0}, {mysqlclient.Int(5), 1},
+	} {
+		if n, err := c.Execute(st, tc.arg); n != tc.rows || err != nil {
+			t.Errorf("execute %d: %d rows, %v; want %d", i, n, err, tc.rows)
+		}
+	}
+}

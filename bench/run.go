@@ -486,6 +486,11 @@ func (w *worker) run(ctx context.Context, stop <-chan struct{}) {
 						return
 					}
 					w.count(begin, time.Now(), 0, txFailed, ErrKeyConnect)
+					// A refusing or dead target must not turn the
+					// client into a busy loop.
+					if !w.pause(ctx, stop) {
+						return
+					}
 					continue
 				}
 			} else if !w.reconnect(ctx, stop) {
@@ -632,15 +637,22 @@ func (w *worker) reconnect(ctx context.Context, stop <-chan struct{}) bool {
 			w.errors[ErrKeyReconnect]++
 		}
 		w.live.errors.Add(1)
-		t := time.NewTimer(reconnectDelay)
-		select {
-		case <-t.C:
-		case <-stop:
-			t.Stop()
-			return false
-		case <-ctx.Done():
-			t.Stop()
+		if !w.pause(ctx, stop) {
 			return false
 		}
+	}
+}
+
+// pause waits reconnectDelay; false when the step stops meanwhile.
+func (w *worker) pause(ctx context.Context, stop <-chan struct{}) bool {
+	t := time.NewTimer(reconnectDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
+	case <-ctx.Done():
+		return false
 	}
 }

@@ -19,29 +19,24 @@ import (
 type Target struct {
 	// Name labels the target in results, e.g. "direct" or "proxy".
 	Name string
-	// DSN is a go-sql-driver DSN. interpolateParams is set by the
-	// workload's Schema.Prepared (false: the text protocol, like sysbench
-	// --db-ps-mode=disable), so that every target gets the same protocol.
+	// DSN is a go-sql-driver DSN (user, password, address, database,
+	// tls, timeout). Whether statements go out as text or prepared is the
+	// workload's Schema.Prepared, the same for every target.
 	DSN string
 }
 
 // dialTimeout bounds a connection's dial when the DSN sets no timeout.
 const dialTimeout = 10 * time.Second
 
-// driverConfig parses dsn and applies what every benchmark connection
-// uses: client-side interpolation and a dial timeout.
+// driverConfig parses dsn for the database/sql connections tpbench keeps
+// besides the load (prepare, cleanup, status sampling, the admin port):
+// client-side interpolation and a dial timeout.
 func driverConfig(dsn string, log *slog.Logger) (*mysql.Config, error) {
-	return driverConfigPS(dsn, false, log)
-}
-
-// driverConfigPS is driverConfig for workloads that use server-side
-// prepared statements when prepared is set (no interpolation then).
-func driverConfigPS(dsn string, prepared bool, log *slog.Logger) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("bench: DSN: %w", err)
 	}
-	cfg.InterpolateParams = !prepared
+	cfg.InterpolateParams = true
 	if cfg.Timeout == 0 {
 		cfg.Timeout = dialTimeout
 	}
@@ -52,15 +47,9 @@ func driverConfigPS(dsn string, prepared bool, log *slog.Logger) (*mysql.Config,
 }
 
 // openDB returns a handle for dsn that keeps at most maxConns connections
-// and never closes them on its own, so that a step holds exactly the
-// connections it opened.
+// and never closes them on its own.
 func openDB(dsn string, maxConns int, log *slog.Logger) (*sql.DB, error) {
-	return openDBPS(dsn, maxConns, false, log)
-}
-
-// openDBPS is openDB for a workload using prepared statements or not.
-func openDBPS(dsn string, maxConns int, prepared bool, log *slog.Logger) (*sql.DB, error) {
-	cfg, err := driverConfigPS(dsn, prepared, log)
+	cfg, err := driverConfig(dsn, log)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -17,7 +18,7 @@ func PrepareData(ctx context.Context, dsn, workload string, s Schema) error {
 	if _, err := NewWorkload(workload, s); err != nil {
 		return err
 	}
-	return eachDatabase(ctx, dsn, s, true, func(dbDSN string) error {
+	return eachDatabase(ctx, dsn, s, func(dbDSN string) error {
 		db, err := OpenDB(dbDSN, max(dataParallel, s.Tables))
 		if err != nil {
 			return err
@@ -38,19 +39,7 @@ func CleanupData(ctx context.Context, dsn, workload string, s Schema) error {
 		return fmt.Errorf("bench: DSN: %w", err)
 	}
 	if s.Schemas > 1 {
-		root := cfg.Clone()
-		root.DBName = ""
-		db, err := OpenDB(root.FormatDSN(), 1)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		for _, name := range s.Databases(cfg.DBName) {
-			if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+quoteIdent(name)); err != nil {
-				return fmt.Errorf("bench: cleanup: %w", err)
-			}
-		}
-		return nil
+		return eachOnServer(ctx, cfg, "DROP DATABASE IF EXISTS ", s.Databases(cfg.DBName))
 	}
 	db, err := OpenDB(dsn, 1)
 	if err != nil {
@@ -64,8 +53,8 @@ func CleanupData(ctx context.Context, dsn, workload string, s Schema) error {
 }
 
 // eachDatabase calls fn with a DSN for each of s's databases, creating
-// them first when create is set and there are several.
-func eachDatabase(ctx context.Context, dsn string, s Schema, create bool, fn func(dsn string) error) error {
+// them first when there are several.
+func eachDatabase(ctx context.Context, dsn string, s Schema, fn func(dsn string) error) error {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return fmt.Errorf("bench: DSN: %w", err)
@@ -74,20 +63,10 @@ func eachDatabase(ctx context.Context, dsn string, s Schema, create bool, fn fun
 		return fmt.Errorf("bench: DSN %q names no database", dsn)
 	}
 	names := s.Databases(cfg.DBName)
-	if create && len(names) > 1 {
-		root := cfg.Clone()
-		root.DBName = ""
-		db, err := OpenDB(root.FormatDSN(), 1)
-		if err != nil {
+	if len(names) > 1 {
+		if err := eachOnServer(ctx, cfg, "CREATE DATABASE IF NOT EXISTS ", names); err != nil {
 			return err
 		}
-		for _, name := range names {
-			if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(name)); err != nil {
-				db.Close()
-				return fmt.Errorf("bench: create database %s: %w", name, err)
-			}
-		}
-		db.Close()
 	}
 	for _, name := range names {
 		c := cfg.Clone()
@@ -99,14 +78,25 @@ func eachDatabase(ctx context.Context, dsn string, s Schema, create bool, fn fun
 	return nil
 }
 
+// eachOnServer runs stmt followed by each quoted database name, on a
+// connection of cfg's server without a default database.
+func eachOnServer(ctx context.Context, cfg *mysql.Config, stmt string, names []string) error {
+	root := cfg.Clone()
+	root.DBName = ""
+	db, err := OpenDB(root.FormatDSN(), 1)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, name := range names {
+		if _, err := db.ExecContext(ctx, stmt+quoteIdent(name)); err != nil {
+			return fmt.Errorf("bench: %s%s: %w", stmt, name, err)
+		}
+	}
+	return nil
+}
+
 // quoteIdent quotes a database name for SQL.
 func quoteIdent(s string) string {
-	out := []byte{'`'}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			out = append(out, '`')
-		}
-		out = append(out, s[i])
-	}
-	return string(append(out, '`'))
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
 }

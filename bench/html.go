@@ -178,7 +178,6 @@ func sweepRows(s *SweepOutcome) [][]string {
 // per target; idSuffix tells the charts of several workloads apart. Client
 // counts spanning a factor of 8 or more get a log axis.
 func rampCharts(steps []StepResult, idSuffix string) []htmlreport.Chart {
-	name := func(s StepResult) string { return s.Target }
 	lo, hi := math.MaxInt, 0
 	for _, s := range steps {
 		lo, hi = min(lo, s.Threads), max(hi, s.Threads)
@@ -188,7 +187,7 @@ func rampCharts(steps []StepResult, idSuffix string) []htmlreport.Chart {
 	series := map[key][]htmlreport.Point{}
 	var order []key
 	add := func(s StepResult, suffix string, y float64) {
-		k := key{name(s), suffix}
+		k := key{s.Target, suffix}
 		if _, ok := series[k]; !ok {
 			order = append(order, k)
 		}

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/tpproxy/tpproxy/internal/sysstat"
 )
 
 // SoakConfig is a long stable load with an optional spike (tpbench soak).
@@ -203,33 +201,16 @@ func spikeMark(b bool) string {
 	return ""
 }
 
-// soakSampler adds the host's and processes' figures to each interval.
+// soakSampler adds the host's and processes' figures to each interval,
+// with the monitor's readings: each interval ends one and begins the next.
 type soakSampler struct {
-	ctx   context.Context
-	mon   *monitor
-	host  sysstat.HostSample
-	ok    bool
-	procs map[int]sysstat.ProcSample
+	ctx  context.Context
+	mon  *monitor
+	prev *holdReading
 }
 
 func newSoakSampler(ctx context.Context, mon *monitor) *soakSampler {
-	s := &soakSampler{ctx: ctx, mon: mon, procs: map[int]sysstat.ProcSample{}}
-	if mon.host != nil {
-		s.host, s.ok = sampleHost(ctx, mon.host)
-	}
-	for _, p := range mon.procs {
-		if ps, err := sysstat.ReadProc(p.pid); err == nil {
-			s.procs[p.pid] = ps
-		}
-	}
-	return s
-}
-
-func sampleHost(ctx context.Context, h sysstat.Host) (sysstat.HostSample, bool) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	s, err := h.Sample(ctx)
-	return s, err == nil
+	return &soakSampler{ctx: ctx, mon: mon, prev: mon.begin(ctx, "")}
 }
 
 func (s *soakSampler) sample(iv Interval) SoakSample {
@@ -246,29 +227,17 @@ func (s *soakSampler) sample(iv Interval) SoakSample {
 	if n := iv.Transactions + iv.Errors; n > 0 {
 		out.ErrorPct = float64(iv.Errors) / float64(n) * 100
 	}
-	if s.mon.host != nil {
-		if h, ok := sampleHost(s.ctx, s.mon.host); ok {
-			if s.ok {
-				u := sysstat.Usage(s.host, h)
-				out.HostCPUPct, out.MemUsedPct, out.CtxSwitchesPerSec = u.CPUPct, u.MemUsedPct, u.ContextSwitchesPerSec
-			}
-			s.host, s.ok = h, true
-		}
+	var r StepResult
+	s.mon.end(s.ctx, "", s.prev, &r)
+	s.prev = s.mon.begin(s.ctx, "")
+	if h := r.Host; h != nil {
+		out.HostCPUPct, out.MemUsedPct, out.CtxSwitchesPerSec = h.CPUBusyPct, h.MemUsedPct, h.CtxSwitchesPerSec
 	}
-	for _, p := range s.mon.procs {
-		b, err := sysstat.ReadProc(p.pid)
-		if err != nil {
-			continue
-		}
-		var cpu float64
-		if a, ok := s.procs[p.pid]; ok {
-			cpu = sysstat.ProcDelta(a, b).CPUPct
-		}
-		s.procs[p.pid] = b
-		if p.role == "server" {
-			out.ServerRSS, out.ServerCPUPct = b.RSS, cpu
+	for _, p := range r.Processes {
+		if p.Role == "server" {
+			out.ServerRSS, out.ServerCPUPct = p.RSSBytes, p.CPUPct
 		} else {
-			out.ProxyRSS, out.ProxyCPUPct = b.RSS, cpu
+			out.ProxyRSS, out.ProxyCPUPct = p.RSSBytes, p.CPUPct
 		}
 	}
 	return out

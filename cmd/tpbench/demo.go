@@ -25,7 +25,7 @@ func newDemoCmd(a *app) *cobra.Command {
 	var f demoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Start a sandbox server and tpproxy, and compare direct vs proxy in about four minutes",
+		Short: "Start a sandbox server and tpproxy, and compare direct vs proxy in three to four minutes",
 		Long: `Start a private sandbox server (one thread per connection) and tpproxy
 (in-process, with its admin port) in front of it, load the sysbench tables,
 and run each step directly and through the proxy: oltp_point_select with 8

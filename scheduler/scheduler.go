@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/histogram"
 )
 
 // ErrQueueTimeout is returned by Admit when a statement waited longer than
@@ -56,7 +58,15 @@ type Task struct {
 	next     *Task
 	ch       chan struct{}
 	timer    *time.Timer // queue timeout, reused
+	// waited is how long the last admitted statement queued.
+	waited time.Duration
 }
+
+// QueueWait is how long the statement last admitted waited in its group's
+// queue (0 when it went straight in), and whether it was admitted with
+// high priority (from the high queue, kicked up, or past the caps). Read it
+// between Admit and the next Admit.
+func (t *Task) QueueWait() (waited time.Duration, high bool) { return t.waited, t.high }
 
 // taskList is an intrusive FIFO of tasks.
 type taskList struct {
@@ -137,6 +147,9 @@ type Scheduler struct {
 	timeouts atomic.Uint64
 	// queueWait sums the time admitted statements spent queued (ns).
 	queueWait atomic.Int64
+	// waitHigh and waitLow are the queue waits of every admission (0 for
+	// one that did not queue), by the priority it was admitted with.
+	waitHigh, waitLow *histogram.Histogram
 
 	// onQueue, when set (tests), is called with mu held as a task queues.
 	onQueue func(t *Task)
@@ -147,7 +160,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, reconf: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Scheduler{cfg: cfg, reconf: make(chan struct{}, 1), done: make(chan struct{}),
+		waitHigh: histogram.New(nil), waitLow: histogram.New(nil)}
 	s.groups = newGroups(cfg.Size)
 	return s, nil
 }
@@ -230,12 +244,14 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		g.stats.HighAdmitted++
 		s.mu.Unlock()
 		s.admitted.Add(1)
+		s.observeWait(t, 0)
 		return nil
 	}
 	if g.high.n == 0 && (t.high || g.low.n == 0) && s.room(g) {
 		s.admit(g, t, s.cfg.Now())
 		s.mu.Unlock()
 		s.admitted.Add(1)
+		s.observeWait(t, 0)
 		return nil
 	}
 	t.since = s.cfg.Now()
@@ -269,7 +285,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 	select {
 	case <-t.ch:
 		s.admitted.Add(1)
-		s.queueWait.Add(int64(clock().Sub(queuedAt)))
+		s.observeWait(t, clock().Sub(queuedAt))
 		return nil
 	case <-t.timer.C:
 		err = fmt.Errorf("%w (%s)", ErrQueueTimeout, timeout)
@@ -282,7 +298,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		s.mu.Unlock()
 		<-t.ch
 		s.admitted.Add(1)
-		s.queueWait.Add(int64(clock().Sub(queuedAt)))
+		s.observeWait(t, clock().Sub(queuedAt))
 		return nil
 	}
 	g = t.g // a resize may have moved it
@@ -300,6 +316,19 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		s.timeouts.Add(1)
 	}
 	return err
+}
+
+// observeWait records an admitted statement's queue wait.
+func (s *Scheduler) observeWait(t *Task, d time.Duration) {
+	t.waited = d
+	if d > 0 {
+		s.queueWait.Add(int64(d))
+	}
+	if t.high {
+		s.waitHigh.Observe(d)
+	} else {
+		s.waitLow.Observe(d)
+	}
 }
 
 // priority decides whether t is high priority, spending a ticket; mu is

@@ -140,6 +140,20 @@ func TestOversubscribeCap(t *testing.T) {
 	if st := h.s.Stats(); st.QueueWait != 250*time.Millisecond || st.Waited != 1 {
 		t.Errorf("queue wait %s over %d queued statements, want 250ms over 1", st.QueueWait, st.Waited)
 	}
+	if w, high := c.task.QueueWait(); w != 250*time.Millisecond || high {
+		t.Errorf("task queue wait %s high %v, want 250ms low", w, high)
+	}
+	if w, _ := a.QueueWait(); w != 0 {
+		t.Errorf("statement admitted at once reports a queue wait of %s", w)
+	}
+	// Every admission is observed, the ones that did not queue as 0.
+	st := h.s.Stats()
+	if low, high := st.QueueWaitLow, st.QueueWaitHigh; low.Count != 3 || high.Count != 0 || low.Sum != 250*time.Millisecond {
+		t.Fatalf("queue wait histograms low %+v high %+v", low, high)
+	}
+	if q := st.QueueWaitLow.Quantile(0.99); q <= 100*time.Millisecond || q > 250*time.Millisecond {
+		t.Errorf("p99 low queue wait %s, want in the 250ms bucket", q)
+	}
 }
 
 func TestGenericStallAdmitsOneMoreAndIdleTimeoutGivesItBack(t *testing.T) {

@@ -1,6 +1,10 @@
 package scheduler
 
-import "time"
+import (
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/histogram"
+)
 
 // GroupStats are a thread group's event counts (THREAD_POOL_STATS).
 type GroupStats struct {
@@ -74,12 +78,18 @@ type Stats struct {
 	// QueueWait is the time statements that were queued and then
 	// admitted spent in the queue, summed.
 	QueueWait time.Duration
+	// QueueWaitHigh and QueueWaitLow are the distributions of the queue
+	// wait of every admitted statement (0 for those that did not queue),
+	// by the priority it was admitted with.
+	QueueWaitHigh, QueueWaitLow histogram.Snapshot
+	// Config is the configuration in force.
+	Config Config
 }
 
 // Stats returns a snapshot.
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
-	st := Stats{Groups: len(s.groups), Active: s.active}
+	st := Stats{Groups: len(s.groups), Active: s.active, Config: s.cfg}
 	for _, g := range s.groups {
 		st.Waiting += g.waiting
 		st.Pinned += g.pinned
@@ -92,6 +102,8 @@ func (s *Scheduler) Stats() Stats {
 	st.Waited = s.queued.Load()
 	st.Timeouts = s.timeouts.Load()
 	st.QueueWait = time.Duration(s.queueWait.Load())
+	st.QueueWaitHigh = s.waitHigh.Snapshot()
+	st.QueueWaitLow = s.waitLow.Snapshot()
 	return st
 }
 

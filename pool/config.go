@@ -27,7 +27,8 @@ type Config struct {
 	// logs in with.
 	User     string
 	Password string
-	// Size is the fixed number of backend connections. Default 16.
+	// Size is the number of backend connections the pool keeps open.
+	// Default 16.
 	Size int
 	// AcquireTimeout bounds the wait for a free connection. Default 10s.
 	AcquireTimeout time.Duration
@@ -104,6 +105,56 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Dynamic are the settings Reconfigure can change while the pool runs.
+// Unlike Config, zero values are not replaced by defaults: a reload passes
+// the complete set it wants in force (Config.Dynamic of a validated Config).
+type Dynamic struct {
+	// Size is the number of backend connections, at least 1.
+	Size int
+	// AcquireTimeout bounds the wait for a free connection; it applies to
+	// Acquire calls that start waiting after Reconfigure.
+	AcquireTimeout time.Duration
+	// ConnectTimeout bounds dialing plus the handshake of dials that start
+	// after Reconfigure.
+	ConnectTimeout time.Duration
+	// HealthInterval is how often idle connections are checked; a change
+	// restarts the check ticker.
+	HealthInterval time.Duration
+	// MaxLifetime applies to connections dialed after Reconfigure; those
+	// already open keep the expiry they were given when dialed. 0 means
+	// unlimited.
+	MaxLifetime time.Duration // 0 = unlimited
+}
+
+// Dynamic returns the part of c that Reconfigure can change.
+func (c Config) Dynamic() Dynamic {
+	return Dynamic{
+		Size:           c.Size,
+		AcquireTimeout: c.AcquireTimeout,
+		ConnectTimeout: c.ConnectTimeout,
+		HealthInterval: c.HealthInterval,
+		MaxLifetime:    c.MaxLifetime,
+	}
+}
+
+// Validate checks the bounds Config.Validate enforces; zero sizes and
+// timeouts are errors here because there is no default to fall back to.
+func (d Dynamic) Validate() error {
+	switch {
+	case d.Size < 1:
+		return fmt.Errorf("%w: size %d", ErrBadConfig, d.Size)
+	case d.AcquireTimeout <= 0:
+		return fmt.Errorf("%w: acquire_timeout %s", ErrBadConfig, d.AcquireTimeout)
+	case d.ConnectTimeout <= 0:
+		return fmt.Errorf("%w: connect_timeout %s", ErrBadConfig, d.ConnectTimeout)
+	case d.HealthInterval <= 0:
+		return fmt.Errorf("%w: health_interval %s", ErrBadConfig, d.HealthInterval)
+	case d.MaxLifetime < 0:
+		return fmt.Errorf("%w: max_lifetime %s", ErrBadConfig, d.MaxLifetime)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ const (
 	comInitDB          = 0x02
 	comQuery           = 0x03
 	comPing            = 0x0e
+	comQuit            = 0x01
 	comSetOption       = 0x1b
 	comResetConnection = 0x1f
 )
@@ -144,7 +145,7 @@ func (c *Conn) Flush() error {
 // dial opens and prepares one backend connection.
 func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 	cfg := &p.cfg
-	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.connectTimeout())
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 
@@ -227,8 +228,13 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 	if sniff != nil {
 		c.greeting, _ = parseGreeting(sniff.head)
 	}
-	if lt := cfg.MaxLifetime; lt > 0 {
-		c.expires = now.Add(lt - time.Duration(p.rand.Int64N(int64(lt/10)+1)))
+	if lt := p.maxLifetime(); lt > 0 {
+		// dial runs in the filler, in acquirers (fit) and for the control
+		// connection at once; the generator is not safe for that.
+		p.mu.Lock()
+		jitter := time.Duration(p.rand.Int64N(int64(lt/10) + 1))
+		p.mu.Unlock()
+		c.expires = now.Add(lt - jitter)
 	}
 	if _, err := c.Exec(ctx, p.initSQL()); err != nil {
 		c.close()
@@ -283,8 +289,18 @@ func (s *sniffConn) serverLacksTLS() bool {
 
 func (c *Conn) close() {
 	c.clearPrepared()
+	if !c.broken {
+		// Say goodbye: the server ends the session as a normal
+		// disconnect instead of counting an aborted connection
+		// (Aborted_clients) and logging a warning for it.
+		_ = c.nc.SetWriteDeadline(time.Now().Add(quitTimeout))
+		_ = c.command(comQuit, "")
+	}
 	_ = c.nc.Close()
 }
+
+// quitTimeout bounds the COM_QUIT sent before closing a healthy connection.
+const quitTimeout = 100 * time.Millisecond
 
 // withDeadline bounds the pool's own round trips by ctx and opTimeout.
 func (c *Conn) withDeadline(ctx context.Context) func() {

@@ -2,18 +2,33 @@ package pool
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 )
 
 // control is the pool's one extra server connection, used for KILL QUERY
-// of a statement running on a pool connection. It is dialed on first use
-// and counts as one of the proxy's own control connections.
+// of a statement running on a pool connection and for readiness pings. It
+// is dialed on first use and counts as one of the proxy's own control
+// connections.
 type control struct {
 	p *Pool
-	// mu serialises use of c; it is held across the round trip.
-	mu sync.Mutex
-	c  *Conn
+	// slot holds the connection (nil until dialed) while nobody uses it; a
+	// user takes it out for its round trip and gives it back. Waiting for
+	// it then ends with the waiter's context, which a mutex cannot offer: a
+	// Kill must not sit out a readiness probe against a dead backend.
+	slot chan *Conn
+	// mu guards closed and the give-back, so that a connection given back
+	// after close is closed rather than parked in the slot.
+	mu     sync.Mutex
+	closed bool
+}
+
+func (k *control) init(p *Pool) {
+	k.p = p
+	k.slot = make(chan *Conn, 1)
+	k.slot <- nil
 }
 
 // Kill sends KILL QUERY (or KILL CONNECTION when query is false) for a
@@ -25,38 +40,122 @@ func (p *Pool) Kill(ctx context.Context, threadID uint32, query bool) error {
 	if query {
 		stmt = "KILL QUERY " + strconv.FormatUint(uint64(threadID), 10)
 	}
-	return p.ctrl.exec(ctx, stmt)
+	return p.ctrl.do(ctx, func(c *Conn) error {
+		_, err := c.Exec(ctx, stmt)
+		return err
+	})
 }
 
-func (k *control) exec(ctx context.Context, stmt string) error {
+// Ready reports whether the backend is reachable and the pool healthy, for
+// a readiness probe: it sends COM_PING over the control connection
+// (dialing it if needed, all bounded by ctx and ConnectTimeout) and checks
+// that the pool holds at least one established connection. Errors wrap
+// ErrBackendUnavailable and say what failed; after Close it returns
+// ErrClosed.
+//
+// A failed ping makes the pool health-check all its idle connections at
+// once instead of at the next HealthInterval, so that connections the
+// backend dropped are replaced (with the filler's backoff) rather than
+// handed to clients. Ready is safe for concurrent use; concurrent calls
+// and Kill take turns on the control connection.
+func (p *Pool) Ready(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, p.connectTimeout())
+	defer cancel()
+	err := p.ctrl.do(pctx, func(c *Conn) error { return c.ping(pctx) })
+	switch {
+	case errors.Is(err, ErrClosed):
+		return ErrClosed
+	case err != nil:
+		// The caller giving up says nothing about the backend.
+		if ctx.Err() == nil {
+			p.checkIdleNow()
+		}
+		return fmt.Errorf("%w: ping %s: %w", ErrBackendUnavailable, p.cfg.Addr, err)
+	}
+	p.mu.Lock()
+	closed, established, dialErr := p.closed, p.open-p.dialing, p.lastDialErr
+	p.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case established > 0:
+		return nil
+	case dialErr != nil:
+		return fmt.Errorf("%w: no open connection (last dial error: %w)", ErrBackendUnavailable, dialErr)
+	}
+	return fmt.Errorf("%w: no open connection", ErrBackendUnavailable)
+}
+
+// checkIdleNow asks maintain to health-check every idle connection.
+func (p *Pool) checkIdleNow() {
+	select {
+	case p.checkNow <- struct{}{}:
+	default: // a check is already pending
+	}
+}
+
+// do runs fn on the control connection, dialing it first if needed. When
+// fn fails and leaves the connection broken (it went stale: the server
+// restarted or dropped it), the connection is dialed again and fn retried
+// once.
+func (k *control) do(ctx context.Context, fn func(*Conn) error) error {
+	var c *Conn
+	select {
+	case c = <-k.slot:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { k.give(c) }()
 	k.mu.Lock()
-	defer k.mu.Unlock()
+	closed := k.closed
+	k.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
 	for attempt := 0; ; attempt++ {
-		if k.c == nil {
-			c, err := k.p.dial(ctx, false)
+		if c == nil {
+			nc, err := k.p.dial(ctx, false)
 			if err != nil {
 				return err
 			}
-			k.c = c
+			c = nc
 		}
-		_, err := k.c.Exec(ctx, stmt)
-		if err == nil || !k.c.broken {
+		err := fn(c)
+		if err == nil || !c.broken {
 			return err
 		}
-		// A stale control connection: dial again once.
-		k.c.close()
-		k.c = nil
+		c.close()
+		c = nil
 		if attempt == 1 {
 			return err
 		}
 	}
 }
 
+// give puts the connection back in the slot, or closes it when the pool
+// was closed meanwhile.
+func (k *control) give(c *Conn) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed && c != nil {
+		c.close()
+		c = nil
+	}
+	k.slot <- c // never blocks: only the taker gives back
+}
+
+// close closes the connection now if it is in the slot, or marks it to be
+// closed when its user gives it back; later uses fail with ErrClosed.
 func (k *control) close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.c != nil {
-		k.c.close()
-		k.c = nil
+	k.closed = true
+	select {
+	case c := <-k.slot:
+		if c != nil {
+			c.close()
+		}
+		k.slot <- nil
+	default: // in use: give closes it
 	}
 }

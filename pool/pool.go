@@ -16,19 +16,29 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/histogram"
 )
 
 // matchScan bounds how many idle connections Acquire inspects looking for
 // one whose session state already matches.
 const matchScan = 32
 
-// Pool is a fixed-size set of backend connections.
+// Pool is a set of backend connections kept at a configured size, which
+// Reconfigure can change while it runs.
 type Pool struct {
+	// cfg is the configuration given to New. Its Dynamic fields are the
+	// start values only: the values in force live in set.
 	cfg  Config
+	set  settings
 	rand *rand.Rand // guarded by mu
 
-	// mu guards the fields below. Nothing blocks on the network while it is
-	// held.
+	// reconf serialises Reconfigure calls, so that the old values each one
+	// logs are the ones it replaced.
+	reconf sync.Mutex
+
+	// mu guards the fields below; set is stored with it held. Nothing
+	// blocks on the network while it is held.
 	mu      sync.Mutex
 	idle    []*Conn // in release order: the most recently used connection is last
 	waiters waitQueue
@@ -42,17 +52,25 @@ type Pool struct {
 	version     string
 
 	tlsUnsupported atomic.Bool
-	// autoPrepared is the automatic per-connection cap of prepared
-	// statements, learnt from the server (0: not yet).
-	autoPrepared atomic.Int64
+	// serverPrepared is the server's max_prepared_stmt_count, learnt on the
+	// first connection (0: not yet); the automatic per-connection cap is
+	// derived from it and the size in force.
+	serverPrepared atomic.Int64
 
-	fill chan struct{} // wakes the filler
-	done chan struct{}
-	wg   sync.WaitGroup
+	fill     chan struct{} // wakes the filler
+	retick   chan struct{} // tells maintain the health interval changed
+	checkNow chan struct{} // asks maintain to check every idle connection now
+	done     chan struct{}
+	// bg bounds the background work (dials of the filler, health checks) by
+	// the pool's life, so Close does not wait out their timeouts.
+	bg     context.Context
+	stopBG context.CancelFunc
+	wg     sync.WaitGroup
 
 	ctrl control
 
-	stats counters
+	stats       counters
+	acquireWait *histogram.Histogram
 }
 
 // waiter is an Acquire call waiting for a connection. ch has room for one
@@ -109,12 +127,17 @@ func New(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p := &Pool{
-		cfg:  cfg,
-		rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x7470)),
-		fill: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		cfg:         cfg,
+		rand:        rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x7470)),
+		fill:        make(chan struct{}, 1),
+		retick:      make(chan struct{}, 1),
+		checkNow:    make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		acquireWait: histogram.New(nil),
 	}
-	p.ctrl.p = p
+	p.bg, p.stopBG = context.WithCancel(context.Background())
+	p.set.store(cfg.Dynamic())
+	p.ctrl.init(p)
 	return p, nil
 }
 
@@ -153,6 +176,7 @@ func (p *Pool) Close() {
 	p.open -= len(idle)
 	p.mu.Unlock()
 	close(p.done)
+	p.stopBG()
 	for _, c := range idle {
 		c.close()
 	}
@@ -160,8 +184,17 @@ func (p *Pool) Close() {
 	p.wg.Wait()
 }
 
-// Config returns the pool's configuration with defaults filled in.
-func (p *Pool) Config() Config { return p.cfg }
+// Config returns the pool's configuration with defaults filled in and the
+// values of the last Reconfigure.
+func (p *Pool) Config() Config {
+	c := p.cfg
+	p.mu.Lock()
+	d := p.set.load()
+	p.mu.Unlock()
+	c.Size, c.AcquireTimeout, c.ConnectTimeout = d.Size, d.AcquireTimeout, d.ConnectTimeout
+	c.HealthInterval, c.MaxLifetime = d.HealthInterval, d.MaxLifetime
+	return c
+}
 
 // ServerVersion is the version string of the backend, "" until a
 // connection has been made.
@@ -189,12 +222,16 @@ type Waiter interface {
 
 // AcquireWaiting is Acquire that calls w.WaitBegin before waiting for a
 // connection and w.WaitEnd after (w may be nil).
+//
+// Every call is observed in Stats.AcquireWait, whatever its outcome, with
+// the time it spent queued for a connection: 0 when it never queued.
 func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Conn, error) {
 	p.stats.acquires.Add(1)
 	p.mu.Lock()
 	for {
 		if p.closed {
 			p.mu.Unlock()
+			p.acquireWait.Observe(0)
 			return nil, ErrClosed
 		}
 		c := p.takeIdle(want)
@@ -203,6 +240,7 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 		}
 		p.mu.Unlock()
 		if c.alive() {
+			p.acquireWait.Observe(0)
 			return p.fit(ctx, c, want)
 		}
 		// The server closed it while it was idle: replace it and try the
@@ -216,6 +254,7 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 	if p.open == 0 && p.dialing == 0 && p.lastDialErr != nil {
 		err := p.lastDialErr
 		p.mu.Unlock()
+		p.acquireWait.Observe(0)
 		return nil, fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
 	}
 	w := &waiter{ch: make(chan *Conn, 1)}
@@ -229,7 +268,10 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 	}
 	start := time.Now()
 	p.stats.waits.Add(1)
-	timer := time.NewTimer(p.cfg.AcquireTimeout)
+	// Read once: the error below reports the timeout this call waited for,
+	// even if a Reconfigure changes it meanwhile.
+	timeout := p.acquireTimeout()
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var c *Conn
 	var ok, gaveUp bool
@@ -249,7 +291,9 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 		}
 		p.mu.Unlock()
 	}
-	p.stats.waitNanos.Add(int64(time.Since(start)))
+	waited := time.Since(start)
+	p.stats.waitNanos.Add(int64(waited))
+	p.acquireWait.Observe(waited)
 	if ok {
 		return p.fit(ctx, c, want)
 	}
@@ -267,9 +311,9 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 	}
 	p.stats.timeouts.Add(1)
 	if dialErr != nil {
-		return nil, fmt.Errorf("%w (%s); last dial error: %w", ErrAcquireTimeout, p.cfg.AcquireTimeout, dialErr)
+		return nil, fmt.Errorf("%w (%s); last dial error: %w", ErrAcquireTimeout, timeout, dialErr)
 	}
-	return nil, fmt.Errorf("%w (%s)", ErrAcquireTimeout, p.cfg.AcquireTimeout)
+	return nil, fmt.Errorf("%w (%s)", ErrAcquireTimeout, timeout)
 }
 
 // takeIdle removes the best idle connection for want from the idle list,
@@ -360,17 +404,20 @@ func (p *Pool) Release(c *Conn) {
 			c.broken = true
 		}
 	}
-	if c.broken || (!c.expires.IsZero() && c.lastUsed.After(c.expires)) {
+	if c.broken || c.expired(c.lastUsed) {
 		p.discard(c)
 		return
 	}
 	p.put(c)
 }
 
-// put hands c to the first waiter or makes it idle.
+// put hands c to the first waiter or makes it idle. While the pool is
+// above its size (Reconfigure shrank it) c is closed instead: a waiter is
+// served by a later put, and one always comes, since at least size
+// connections stay open.
 func (p *Pool) put(c *Conn) {
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.open > p.size() {
 		p.open--
 		p.mu.Unlock()
 		c.close()
@@ -410,6 +457,12 @@ func (p *Pool) wakeFiller() {
 // the backend fails. first is closed after the first dial attempt.
 func (p *Pool) filler(first chan struct{}) {
 	defer p.wg.Done()
+	defer func() {
+		// Start may still wait for the first attempt when Close stops us.
+		if first != nil {
+			close(first)
+		}
+	}()
 	backoff := time.NewTimer(time.Hour)
 	backoff.Stop()
 	for {
@@ -421,7 +474,7 @@ func (p *Pool) filler(first chan struct{}) {
 		}
 		for {
 			p.mu.Lock()
-			if p.closed || p.open >= p.cfg.Size {
+			if p.closed || p.open >= p.size() {
 				p.mu.Unlock()
 				break
 			}
@@ -429,9 +482,15 @@ func (p *Pool) filler(first chan struct{}) {
 			p.dialing++
 			p.mu.Unlock()
 
-			c, err := p.dial(context.Background(), false)
+			c, err := p.dial(p.bg, false)
 			p.mu.Lock()
 			p.dialing--
+			if err != nil && p.closed {
+				// Close cancelled the dial: nothing to report or retry.
+				p.open--
+				p.mu.Unlock()
+				return
+			}
 			if err != nil {
 				p.open--
 				p.lastDialErr = err
@@ -475,46 +534,80 @@ func (p *Pool) filler(first chan struct{}) {
 }
 
 // maintain pings connections that sat idle for a health interval and
-// retires expired ones.
+// retires expired ones; on request (Ready found the backend unreachable) it
+// checks every idle connection at once instead of waiting for the ticker.
 func (p *Pool) maintain() {
 	defer p.wg.Done()
-	t := time.NewTicker(p.cfg.HealthInterval)
+	interval := p.healthInterval()
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		all := false
 		select {
 		case <-p.done:
 			return
+		case <-p.retick:
+			if iv := p.healthInterval(); iv != interval {
+				interval = iv
+				t.Reset(iv)
+			}
+			continue
+		case <-p.checkNow:
+			all = true
 		case <-t.C:
 		}
-		now := time.Now()
-		p.mu.Lock()
-		var check []*Conn
-		keep := p.idle[:0]
-		for _, c := range p.idle {
-			if now.Sub(c.lastUsed) >= p.cfg.HealthInterval || (!c.expires.IsZero() && now.After(c.expires)) {
-				check = append(check, c)
-			} else {
-				keep = append(keep, c)
-			}
-		}
-		clear(p.idle[len(keep):])
-		p.idle = keep
-		p.mu.Unlock()
-		for _, c := range check {
-			if !c.expires.IsZero() && now.After(c.expires) {
-				p.discard(c)
-				continue
-			}
-			p.stats.healthChecks.Add(1)
-			if err := c.ping(context.Background()); err != nil {
-				p.stats.healthFailures.Add(1)
-				p.cfg.Logger.Warn("backend health check failed; replacing connection", "thread_id", c.threadID, "err", err)
-				c.broken = true
-				p.discard(c)
-				continue
-			}
-			c.lastUsed = time.Now()
-			p.put(c)
+		p.checkIdle(all, interval)
+	}
+}
+
+// checkIdle takes the idle connections due for a check (all of them with
+// all) out of the idle list, retires the expired ones and pings the rest
+// concurrently, so that a dead backend is noticed in one ping's time and
+// not one per connection.
+func (p *Pool) checkIdle(all bool, interval time.Duration) {
+	now := time.Now()
+	p.mu.Lock()
+	var check []*Conn
+	keep := p.idle[:0]
+	for _, c := range p.idle {
+		if all || now.Sub(c.lastUsed) >= interval || c.expired(now) {
+			check = append(check, c)
+		} else {
+			keep = append(keep, c)
 		}
 	}
+	clear(p.idle[len(keep):])
+	p.idle = keep
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range check {
+		if c.expired(now) {
+			p.discard(c)
+			continue
+		}
+		wg.Go(func() { p.healthCheck(c) })
+	}
+	wg.Wait()
+}
+
+// healthCheck pings an idle connection and returns it to the pool, or
+// replaces it when the ping fails.
+func (p *Pool) healthCheck(c *Conn) {
+	p.stats.healthChecks.Add(1)
+	if err := c.ping(p.bg); err != nil {
+		c.broken = true
+		if p.bg.Err() == nil {
+			p.stats.healthFailures.Add(1)
+			p.cfg.Logger.Warn("backend health check failed; replacing connection", "thread_id", c.threadID, "err", err)
+		}
+		p.discard(c)
+		return
+	}
+	c.lastUsed = time.Now()
+	p.put(c)
+}
+
+// expired reports whether c has outlived its lifetime at now.
+func (c *Conn) expired(now time.Time) bool {
+	return !c.expires.IsZero() && now.After(c.expires)
 }

@@ -22,7 +22,7 @@ var env *proxytest.Env
 
 func TestMain(m *testing.M) { os.Exit(proxytest.Run(m, &env, sandbox.Options{})) }
 
-func newPool(t *testing.T, mod func(*pool.Config)) *pool.Pool {
+func newPool(t testing.TB, mod func(*pool.Config)) *pool.Pool {
 	t.Helper()
 	cfg := pool.DefaultConfig()
 	cfg.Addr = env.Server.Addr
@@ -46,7 +46,7 @@ func newPool(t *testing.T, mod func(*pool.Config)) *pool.Pool {
 	return p
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx

@@ -222,21 +222,30 @@ func (c *Conn) clearPrepared() {
 	c.stmts.detached = 0
 }
 
-// preparedLimit is the per-connection cap in force.
+// defaultServerPrepared is max_prepared_stmt_count's default on MySQL and
+// MariaDB, assumed until the server's value is known.
+const defaultServerPrepared = 16382
+
+// preparedLimit is the per-connection cap in force. The automatic one is
+// computed from the size in force, so that a Reconfigure that grows the
+// pool does not let its connections together exceed their share of the
+// server's statements.
 func (p *Pool) preparedLimit() int {
 	if p.cfg.MaxPreparedPerConn > 0 {
 		return p.cfg.MaxPreparedPerConn
 	}
-	if n := p.autoPrepared.Load(); n > 0 {
-		return int(n)
+	limit := p.serverPrepared.Load()
+	if limit == 0 {
+		limit = defaultServerPrepared
 	}
-	return 16382 / autoPreparedShare / max(p.cfg.Size, 1)
+	n := limit / autoPreparedShare / int64(max(p.size(), 1))
+	return int(min(max(n, 1), maxAutoPrepared))
 }
 
-// learnPreparedLimit sets the automatic per-connection cap from the
-// server's max_prepared_stmt_count, once.
+// learnPreparedLimit reads the server's max_prepared_stmt_count, once, for
+// the automatic per-connection cap.
 func (p *Pool) learnPreparedLimit(ctx context.Context, c *Conn) {
-	if p.cfg.MaxPreparedPerConn > 0 || p.autoPrepared.Load() > 0 {
+	if p.cfg.MaxPreparedPerConn > 0 || p.serverPrepared.Load() > 0 {
 		return
 	}
 	var limit uint64
@@ -251,12 +260,11 @@ func (p *Pool) learnPreparedLimit(ctx context.Context, c *Conn) {
 		p.cfg.Logger.Debug("cannot read max_prepared_stmt_count", "err", err)
 		return
 	}
-	n := int64(limit) / autoPreparedShare / int64(max(p.cfg.Size, 1))
-	p.autoPrepared.Store(min(max(n, 1), maxAutoPrepared))
+	p.serverPrepared.Store(int64(max(limit, 1)))
 }
 
 // PreparedLimit is the per-connection cap of prepared statements in force
 // (backend.max_prepared_per_connection, or the automatic value: half the
-// server's max_prepared_stmt_count shared by the pool's connections, at
-// most 1024).
+// server's max_prepared_stmt_count shared by the pool's connections at its
+// current size, at least 1 and at most 1024).
 func (p *Pool) PreparedLimit() int { return p.preparedLimit() }

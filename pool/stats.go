@@ -3,6 +3,8 @@ package pool
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/histogram"
 )
 
 // counters are the pool's event counts, updated without the pool lock.
@@ -51,6 +53,12 @@ type Stats struct {
 	HealthFailures  uint64
 	Kills           uint64 // KILL statements sent on the control connection
 
+	// AcquireWait is the distribution of the time Acquire calls spent
+	// queued for a connection: every finished call is observed once,
+	// whatever its outcome, with 0 when it was served without queueing.
+	// Its Count therefore trails Acquires only by the calls in progress.
+	AcquireWait histogram.Snapshot
+
 	PreparedOpen      int64  // statements prepared on backend connections now
 	PreparedLimit     int    // per-connection cap of prepared statements
 	Prepares          uint64 // COM_STMT_PREPAREs sent to the backend
@@ -61,7 +69,7 @@ type Stats struct {
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	s := Stats{
-		Size:    p.cfg.Size,
+		Size:    p.size(),
 		Open:    p.open,
 		Idle:    len(p.idle),
 		Dialing: p.dialing,
@@ -72,6 +80,7 @@ func (p *Pool) Stats() Stats {
 	s.Acquires = p.stats.acquires.Load()
 	s.Waits = p.stats.waits.Load()
 	s.WaitDuration = time.Duration(p.stats.waitNanos.Load())
+	s.AcquireWait = p.acquireWait.Snapshot()
 	s.AcquireTimeouts = p.stats.timeouts.Load()
 	s.Dials = p.stats.dials.Load()
 	s.DialErrors = p.stats.dialErrors.Load()

@@ -10,7 +10,6 @@ import (
 func (s *Session) changeUser(ctx context.Context, p []byte) (quit bool, err error) {
 	req, err := parseChangeUser(p, s.caps)
 	if err != nil {
-		s.srv.stats.errors.Add(1)
 		return false, s.writeErr(errUnknownCommand)
 	}
 	prev := s.user
@@ -35,7 +34,6 @@ func (s *Session) changeUser(ctx context.Context, p []byte) (quit bool, err erro
 	s.initState(req.db)
 	if req.db != "" {
 		if err := s.checkSchema(ctx); err != nil {
-			s.srv.stats.errors.Add(1)
 			s.initState("")
 			return false, s.writeErr(err)
 		}

@@ -56,6 +56,11 @@ func (s *Session) dispatch(ctx context.Context, p []byte) (quit bool, err error)
 	case comQuery:
 		return false, s.query(ctx, p)
 	case comPing:
+		if s.srv.draining.Load() {
+			// Tells a pool's health check to stop handing out this
+			// connection while its transaction finishes.
+			return false, s.writeErr(errShuttingDown)
+		}
 		return false, s.writeOK()
 	case comQuit:
 		return true, nil

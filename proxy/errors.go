@@ -29,6 +29,7 @@ const (
 // Server error codes tpproxy reproduces.
 const (
 	erConCount          = 1040
+	erServerShutdown    = 1053
 	erAccessDenied      = 1045
 	erHandshake         = 1043
 	erUnknownCom        = 1047
@@ -47,13 +48,16 @@ const (
 
 var (
 	errTooManyConnections = &mysqlwire.Error{Code: erConCount, State: "08004", Message: "Too many connections"}
-	errPacketTooLarge     = &mysqlwire.Error{Code: erNetPacketTooLarge, State: "08S01", Message: "Got a packet bigger than 'max_allowed_packet' bytes"}
-	errPacketsOutOfOrder  = &mysqlwire.Error{Code: erPacketsOutOfOrder, State: "08S01", Message: "Got packets out of order"}
-	errUnknownCommand     = &mysqlwire.Error{Code: erUnknownCom, State: "08S01", Message: "Unknown command"}
-	errNoDatabase         = &mysqlwire.Error{Code: erNoDB, State: "3D000", Message: "No database selected"}
-	errConnectionKilled   = &mysqlwire.Error{Code: erConnectionKilled, State: "70100", Message: "Connection was killed"}
-	errQueryInterrupted   = &mysqlwire.Error{Code: erQueryInterrupted, State: "70100", Message: "Query execution was interrupted"}
-	errLoadLocalDisabled  = &mysqlwire.Error{Code: erNotAllowedCommand, State: "42000",
+	// errShuttingDown is ER_SERVER_SHUTDOWN, as a server that is stopping
+	// answers.
+	errShuttingDown      = &mysqlwire.Error{Code: erServerShutdown, State: "08S01", Message: "Server shutdown in progress (tpproxy is shutting down)"}
+	errPacketTooLarge    = &mysqlwire.Error{Code: erNetPacketTooLarge, State: "08S01", Message: "Got a packet bigger than 'max_allowed_packet' bytes"}
+	errPacketsOutOfOrder = &mysqlwire.Error{Code: erPacketsOutOfOrder, State: "08S01", Message: "Got packets out of order"}
+	errUnknownCommand    = &mysqlwire.Error{Code: erUnknownCom, State: "08S01", Message: "Unknown command"}
+	errNoDatabase        = &mysqlwire.Error{Code: erNoDB, State: "3D000", Message: "No database selected"}
+	errConnectionKilled  = &mysqlwire.Error{Code: erConnectionKilled, State: "70100", Message: "Connection was killed"}
+	errQueryInterrupted  = &mysqlwire.Error{Code: erQueryInterrupted, State: "70100", Message: "Query execution was interrupted"}
+	errLoadLocalDisabled = &mysqlwire.Error{Code: erNotAllowedCommand, State: "42000",
 		Message: "The used command is not allowed with this MySQL version (tpproxy: load_data_local is disabled)"}
 )
 

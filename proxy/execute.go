@@ -28,7 +28,7 @@ func (s *Session) query(ctx context.Context, p []byte) error {
 	case info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0:
 		return s.killStatement(ctx, &info)
 	case info.Flags&sqlscan.FlagLoadLocal != 0 && (!s.srv.cfg.LoadDataLocal || s.caps&capLocalFiles == 0):
-		s.srv.stats.errors.Add(1)
+		s.errs++
 		return s.w.WriteERR(errLoadLocalDisabled)
 	}
 	return s.execute(ctx, p, modeResult, &info, nil)
@@ -72,7 +72,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		return s.backendFailed(c, &res, err)
 	}
 	if res.err != nil {
-		s.srv.stats.errors.Add(1)
+		s.errs++
 	}
 	if res.charsetOnly {
 		s.learnCollation(ctx, c)
@@ -101,9 +101,9 @@ func (s *Session) admit(ctx context.Context) (ok bool, err error) {
 	s.task.Pinned = s.pinned != nil
 	aerr := s.srv.sched.Admit(ctx, &s.task)
 	if aerr == nil {
+		s.noteQueueWait()
 		return true, nil
 	}
-	s.srv.stats.errors.Add(1)
 	return false, s.writeErr(aerr)
 }
 
@@ -125,7 +125,6 @@ func (s *Session) acquire(ctx context.Context, info *sqlscan.Info) (c *pool.Conn
 	if err == nil {
 		return c, nil
 	}
-	s.srv.stats.errors.Add(1)
 	if werr := s.writeErr(err); werr != nil {
 		return nil, werr
 	}
@@ -161,7 +160,7 @@ func (s *Session) prepare(ctx context.Context, c *pool.Conn, info *sqlscan.Info)
 // The client gets an error if it can still make sense of one; a session
 // that had state on the connection ends.
 func (s *Session) backendFailed(c *pool.Conn, res *result, err error) error {
-	s.srv.stats.errors.Add(1)
+	s.errs++
 	c.MarkBroken()
 	lost := s.pinned != nil
 	if lost {

@@ -288,11 +288,12 @@ func (s *Session) remoteHost() string {
 	return s.remote
 }
 
-// rejectTooMany answers a connection over the limit the way the server
-// does: ERR 1040 instead of a greeting.
-func (s *Session) rejectTooMany() {
+// reject answers a connection the proxy will not serve the way the server
+// does: an ERR (1040 over the limit, 1053 while shutting down) instead of a
+// greeting.
+func (s *Session) reject(e *mysqlwire.Error) {
 	s.w.SetSeq(0)
-	_ = s.w.WriteERR(errTooManyConnections)
+	_ = s.w.WriteERR(e)
 	_ = s.w.Flush()
 	s.w.Release()
 	_ = s.nc.Close()

@@ -85,14 +85,14 @@ func (s *Session) clientStmt(p []byte, command string) (*clientStmt, *mysqlwire.
 func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 	sql := p[1:]
 	if len(s.stmts) >= maxClientStatements {
-		s.srv.stats.errors.Add(1)
+		s.errs++
 		return s.w.WriteERR(mysqlwire.NewError(erMaxPreparedStmtCount, "42000",
 			"Can't create more than max_prepared_stmt_count statements (current value: %d)", maxClientStatements))
 	}
 	if info := sqlscan.Scan(sql); info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0 {
 		// The server would take the client's connection id for one of
 		// its own threads.
-		s.srv.stats.errors.Add(1)
+		s.errs++
 		return s.w.WriteERR(mysqlwire.NewError(erUnsupportedPS, "HY000",
 			"This command is not supported in the prepared statement protocol yet (tpproxy: run KILL as a plain query)"))
 	}
@@ -146,7 +146,7 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		res := result{err: me}
 		s.noteDiagnostics(ctx, c, &res, &sqlscan.Info{}, s.pinned != nil)
 		s.releaseIfUnpinned(c)
-		s.srv.stats.errors.Add(1)
+		s.errs++
 		return s.w.WriteERR(me)
 	case err != nil:
 		return s.backendFailed(c, &result{}, err)
@@ -222,19 +222,19 @@ func (s *Session) writePrepareOK(id uint32, e *cachedStmt, m *stmtMeta, warnings
 func (s *Session) stmtExecute(ctx context.Context, p []byte) error {
 	cs, serr := s.clientStmt(p, "mysqld_stmt_execute")
 	if serr != nil {
-		s.srv.stats.errors.Add(1)
+		s.errs++
 		return s.w.WriteERR(serr)
 	}
 	if cs.longErr != nil {
 		serr = cs.longErr
 		cs.clearLong()
-		s.srv.stats.errors.Add(1)
+		s.errs++
 		return s.w.WriteERR(serr)
 	}
 	ex, err := mysqlwire.ParseExecute(p, int(cs.e.params), cs.types, cs.longMap)
 	if err != nil {
 		cs.clearLong()
-		s.srv.stats.errors.Add(1)
+		s.errs++
 		return s.w.WriteERR(stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_execute"))
 	}
 	if ex.NewBound {
@@ -392,7 +392,7 @@ func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
 		serr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_fetch")
 	}
 	if serr != nil {
-		s.srv.stats.errors.Add(1)
+		s.errs++
 		return s.w.WriteERR(serr)
 	}
 	c := s.pinned
@@ -412,7 +412,7 @@ func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
 		return s.backendFailed(c, &res, err)
 	}
 	if res.err != nil {
-		s.srv.stats.errors.Add(1)
+		s.errs++
 	}
 	if res.hasStatus && res.status&mysqlwire.StatusLastRowSent != 0 {
 		s.closeCursor(cs) // the server closed it after the last row
@@ -447,7 +447,7 @@ func (s *Session) closeCursor(cs *clientStmt) {
 func (s *Session) stmtReset(p []byte) error {
 	cs, serr := s.clientStmt(p, "mysqld_stmt_reset")
 	if serr != nil {
-		s.srv.stats.errors.Add(1)
+		s.errs++
 		return s.w.WriteERR(serr)
 	}
 	cs.clearLong()

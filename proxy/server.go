@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tpproxy/tpproxy/internal/histogram"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/netx"
 	"github.com/tpproxy/tpproxy/pool"
@@ -45,6 +46,9 @@ type Config struct {
 	Users []User
 	// TLS, when set, lets clients switch to TLS.
 	TLS *tls.Config
+	// SlowQueue is the queue wait from which a statement is logged as a
+	// "slow queue" warning; 0 turns the log off. SetSlowQueue changes it.
+	SlowQueue time.Duration
 	// StatementCacheSize is how many prepared statements that no session
 	// holds any more stay cached for the next PREPARE of the same text.
 	// Statements sessions hold are always cached. Default 4096.
@@ -109,8 +113,18 @@ type Server struct {
 	extras    []*extraPort
 	closed    bool
 
-	wg    sync.WaitGroup
-	stats serverCounters
+	wg      sync.WaitGroup
+	stats   serverCounters
+	metrics metricCounters
+
+	// maxClients is MaxClientConnections, changeable at runtime.
+	maxClients atomic.Int64
+	// slowQueue is the slow queue threshold in nanoseconds (0: off).
+	slowQueue atomic.Int64
+	slowLog   slowQueueLog
+	// draining is set by Shutdown: sessions end as soon as they hold no
+	// transaction, and COM_PING answers ERR 1053.
+	draining atomic.Bool
 
 	stmtCache *stmtCache
 
@@ -131,6 +145,9 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 		sessions: make(map[uint32]*Session),
 	}
 	srv.stmtCache = newStmtCache(cfg.StatementCacheSize)
+	srv.metrics.duration = histogram.New(nil)
+	srv.maxClients.Store(int64(cfg.MaxClientConnections))
+	srv.slowQueue.Store(int64(cfg.SlowQueue))
 	srv.chars.init(p.Config().Collation)
 	srv.maxPacket.Store(int64(cfg.MaxAllowedPacket))
 	if cfg.MaxAllowedPacket == 0 {
@@ -170,8 +187,9 @@ func (srv *Server) ServeExtra(ctx context.Context, ln net.Listener, p *pool.Pool
 
 func (srv *Server) serve(ctx context.Context, ln net.Listener, extra *extraPort) error {
 	srv.mu.Lock()
-	if srv.closed {
+	if srv.closed || srv.draining.Load() {
 		srv.mu.Unlock()
+		_ = ln.Close()
 		return net.ErrClosed
 	}
 	srv.listeners = append(srv.listeners, ln)
@@ -192,34 +210,52 @@ func (srv *Server) serveConn(ctx context.Context, nc net.Conn, extra *extraPort)
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	nc = &countingConn{Conn: nc, in: &srv.metrics.bytesIn, out: &srv.metrics.bytesOut}
 	s := newSession(srv, nc, extra)
-	if !srv.register(s) {
+	if reason, ok := srv.register(s); !ok {
+		srv.metrics.rejected[reason].Add(1)
+		if reason == RejectShuttingDown {
+			s.reject(errShuttingDown)
+			return
+		}
 		srv.stats.rejected.Add(1)
-		s.rejectTooMany()
+		s.reject(errTooManyConnections)
 		return
 	}
 	defer srv.unregister(s)
 	s.run(ctx)
 }
 
-// register adds a session unless the connection limit is reached.
-func (srv *Server) register(s *Session) bool {
+// register adds a session unless the connection limit is reached or the
+// server is shutting down.
+func (srv *Server) register(s *Session) (RejectReason, bool) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if srv.closed {
-		return false
+	if srv.closed || srv.draining.Load() {
+		return RejectShuttingDown, false
 	}
 	if x := s.extra; x != nil {
 		if x.n >= x.max {
-			return false
+			return RejectExtraPortFull, false
 		}
 		x.n++
-	} else if len(srv.sessions)-srv.extraSessions() >= srv.cfg.MaxClientConnections {
-		return false
+	} else if int64(len(srv.sessions)-srv.extraSessions()) >= srv.maxClients.Load() {
+		return RejectMaxConnections, false
 	}
 	srv.sessions[s.id] = s
-	return true
+	return 0, true
 }
+
+// SetMaxClientConnections changes the session limit for new connections;
+// sessions over a lowered limit stay connected.
+func (srv *Server) SetMaxClientConnections(n int) {
+	if n > 0 {
+		srv.maxClients.Store(int64(n))
+	}
+}
+
+// SetSlowQueue changes the slow queue log threshold (0: off).
+func (srv *Server) SetSlowQueue(d time.Duration) { srv.slowQueue.Store(int64(max(d, 0))) }
 
 // extraSessions counts the extra port's sessions; mu is held.
 func (srv *Server) extraSessions() int {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -70,8 +71,17 @@ type Session struct {
 	// task is the session's handle in the scheduler.
 	task scheduler.Task
 
-	// pinnedNow mirrors pinned != nil for Stats.
+	// pinnedNow mirrors pinned != nil for Stats; pinsNow the reasons
+	// while pinned (0 otherwise), for Metrics and Shutdown.
 	pinnedNow atomic.Bool
+	pinsNow   atomic.Uint32
+	// idle is set while the session waits for the client's next command.
+	idle atomic.Bool
+	// cmdIndex is the command being served (commandIndex) and errs counts
+	// the error answers written, so that the loop can tell the command's
+	// outcome.
+	cmdIndex int
+	errs     uint32
 
 	// mu guards the fields below, shared with KILL from other sessions and
 	// with the disconnect watcher. A KILL QUERY is sent while mu is held,
@@ -126,6 +136,7 @@ func (s *Session) run(ctx context.Context) {
 	s.r.Shrink()
 	if err != nil {
 		if !errors.Is(err, errAuth) {
+			s.srv.metrics.rejected[RejectHandshakeFailed].Add(1)
 			s.logger().Debug("handshake failed", "err", err)
 		}
 		return
@@ -133,8 +144,23 @@ func (s *Session) run(ctx context.Context) {
 	s.logger().Debug("session started")
 	s.publish()
 	for {
+		s.idle.Store(true)
+		if s.srv.draining.Load() && !s.holdsWork() {
+			s.logger().Debug("session closed: tpproxy is shutting down")
+			return
+		}
 		s.r.SetSeq(0)
 		p, err := s.r.ReadPacket()
+		if err != nil && s.srv.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded) && s.holdsWork() {
+			// Shutdown woke the session as it became busy: it has a
+			// transaction to finish, so it may go on.
+			_ = s.nc.SetReadDeadline(time.Time{})
+			continue
+		}
+		if err != nil && s.srv.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+			s.logger().Debug("session closed: tpproxy is shutting down")
+			return
+		}
 		if err != nil {
 			switch {
 			case errors.Is(err, mysqlwire.ErrPacketTooLarge):
@@ -149,13 +175,21 @@ func (s *Session) run(ctx context.Context) {
 			s.logEnd(err)
 			return
 		}
+		s.idle.Store(false)
+		start := time.Now()
 		s.w.SetSeq(s.r.Seq())
+		s.cmdIndex = commandIndex(p)
+		errs := s.errs
 		quit, err := s.dispatch(ctx, p)
 		if ferr := s.w.Flush(); err == nil {
 			err = ferr
 		}
 		s.w.Release()
 		s.r.Shrink()
+		s.countCommand(errs, start)
+		if pins := s.pinsHeld(); pins != s.pinsNow.Load() {
+			s.pinsNow.Store(pins)
+		}
 		if s.pubPins != s.pins || s.pub.Pinned != (s.pinned != nil) || s.pub.Schema != s.state.Schema || s.pub.User != s.user {
 			s.publish()
 		}
@@ -165,6 +199,39 @@ func (s *Session) run(ctx context.Context) {
 		}
 	}
 }
+
+// countCommand counts the command just served by outcome and observes its
+// duration, except for commands that get no answer.
+func (s *Session) countCommand(errsBefore uint32, start time.Time) {
+	bad := 0
+	if s.errs != errsBefore {
+		bad = 1
+		s.srv.stats.errors.Add(1)
+	}
+	i := s.cmdIndex
+	s.srv.metrics.commands[i][bad].Add(1)
+	switch i {
+	case comQuit, comStmtClose, comStmtSendLongData:
+	default:
+		s.srv.metrics.duration.Observe(time.Since(start))
+	}
+}
+
+// pinsHeld is the session's pin reasons while it holds a backend.
+func (s *Session) pinsHeld() uint32 {
+	if s.pinned == nil {
+		return 0
+	}
+	return uint32(s.pins)
+}
+
+// drainPins are the pins that Shutdown waits for: work the client would
+// lose if the session were closed now.
+const drainPins = pinTransaction | pinLockTables | pinXA | pinCursor
+
+// holdsWork reports whether the session has a transaction (or locks, or an
+// open cursor) that a graceful shutdown lets it finish.
+func (s *Session) holdsWork() bool { return s.pinned != nil && s.pins&drainPins != 0 }
 
 // logEnd records why a session ended: client hang-ups at debug level.
 func (s *Session) logEnd(err error) {
@@ -187,6 +254,7 @@ func (s *Session) teardown() {
 		s.pinned = nil
 		s.pinnedNow.Store(false)
 	}
+	s.pinsNow.Store(0)
 	_ = s.nc.Close()
 	s.w.Release()
 }
@@ -221,6 +289,7 @@ func (s *Session) checkSchema(ctx context.Context) error {
 
 // writeErr sends an ERR packet for err.
 func (s *Session) writeErr(err error) error {
+	s.errs++
 	return s.w.WriteERR(sqlError(err))
 }
 
@@ -290,6 +359,9 @@ func (s *Session) loseBackend() {
 func (s *Session) setPinned(c *pool.Conn, pins pinReason) {
 	if pins&stickyPins != 0 {
 		c.MarkDirty()
+	}
+	if added := pins &^ s.pins; added != 0 {
+		s.srv.metrics.countPins(added)
 	}
 	s.pins = pins
 	switch {

@@ -85,14 +85,14 @@ func newRootCommand(stdout, stderr io.Writer, env []string, build buildInfo) *co
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
-		newServeCommand(stderr, env),
+		newServeCommand(stderr, env, build),
 		newCheckConfigCommand(stdout, stderr, env),
 		newVersionCommand(stdout, build),
 	)
 	return root
 }
 
-func newServeCommand(stderr io.Writer, env []string) *cobra.Command {
+func newServeCommand(stderr io.Writer, env []string, build buildInfo) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE",
 		Short: "Run the proxy",
@@ -111,7 +111,21 @@ func newServeCommand(stderr io.Writer, env []string) *cobra.Command {
 			// second one kills a shutdown that hangs.
 			context.AfterFunc(ctx, stop)
 
-			err = runServe(ctx, cfg, newLogger(cfg.Log, stderr))
+			level := new(slog.LevelVar)
+			log := newLeveledLogger(cfg.Log, level, stderr)
+			rl := newReloader(path, cmd.Flags(), env, cfg, log, level)
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			watchDone := make(chan struct{})
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				rl.watch(hup, cfg.WatchConfig, watchDone)
+			}()
+			defer func() { close(watchDone); <-watched }()
+
+			err = runServe(ctx, cfg, log, rl, build)
 			if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 				return &commandError{err: err}
 			}
@@ -177,22 +191,32 @@ func printProblems(w io.Writer, path string, err error) {
 
 // newLogger builds the process logger on w; l has been validated.
 func newLogger(l config.Log, w io.Writer) *slog.Logger {
-	var level slog.Level
-	switch l.Level {
-	case config.LogLevelDebug:
-		level = slog.LevelDebug
-	case config.LogLevelWarn:
-		level = slog.LevelWarn
-	case config.LogLevelError:
-		level = slog.LevelError
-	default:
-		level = slog.LevelInfo
-	}
+	level := new(slog.LevelVar)
+	return newLeveledLogger(l, level, w)
+}
+
+// newLeveledLogger builds the process logger on w with its level in level,
+// which a reload can change.
+func newLeveledLogger(l config.Log, level *slog.LevelVar, w io.Writer) *slog.Logger {
+	level.Set(slogLevel(l.Level))
 	opts := &slog.HandlerOptions{Level: level}
 	if l.Format == config.LogFormatJSON {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// slogLevel maps a validated log.level onto slog's.
+func slogLevel(s string) slog.Level {
+	switch s {
+	case config.LogLevelDebug:
+		return slog.LevelDebug
+	case config.LogLevelWarn:
+		return slog.LevelWarn
+	case config.LogLevelError:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
 }
 
 // versionLine formats "tpproxy <version> (commit <c>, <go version>)". Values

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -235,7 +236,13 @@ func TestEnvNames(t *testing.T) {
 // TestExampleConfigs loads every example in configs/, which must validate
 // and, for tpproxy.yaml, show every key.
 func TestExampleConfigs(t *testing.T) {
-	files, err := filepath.Glob("../../configs/*.yaml")
+	var files []string
+	err := filepath.WalkDir("../../configs", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "tpproxy") && strings.HasSuffix(d.Name(), ".yaml") {
+			files = append(files, path)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,6 +252,10 @@ func TestExampleConfigs(t *testing.T) {
 	for _, f := range files {
 		if _, err := loadConfig(f, nil, nil); err != nil {
 			t.Errorf("%s:\n%v", f, err)
+		}
+		// And through the command, as an operator runs it.
+		if code, stdout, stderr := runCLI(t, nil, "check-config", "--config", f); code != exitOK || !strings.Contains(stdout, "config OK") {
+			t.Errorf("check-config --config %s: exit %d\n%s%s", f, code, stdout, stderr)
 		}
 	}
 

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/tpproxy/tpproxy/admin"
 	"github.com/tpproxy/tpproxy/internal/config"
@@ -15,8 +17,12 @@ import (
 )
 
 // runServe runs the proxy until ctx is cancelled: the backend pool, the
-// scheduler in front of it, and the client listener.
-func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+// scheduler in front of it, the client listener, the admin port and the
+// HTTP endpoint. Then it shuts down gracefully: new connections are
+// refused, statements in flight and open transactions get
+// shutdown_timeout to finish, then sessions are closed and the backend
+// connections released. rl reloads the configuration meanwhile.
+func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, build buildInfo) error {
 	pcfg, err := poolConfig(cfg, log)
 	if err != nil {
 		return err
@@ -47,11 +53,28 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
+	rl.attach(srv, sched, p)
+
+	// Sessions live on serveCtx, which ends only after the graceful
+	// shutdown, so that a signal does not cut statements in flight.
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	fail := make(chan error, 4) // a listener that stopped by itself
+	run := func(name string, serve func() error) {
+		bg.Go(func() {
+			if err := serve(); err != nil && serveCtx.Err() == nil {
+				fail <- fmt.Errorf("%s: %w", name, err)
+			}
+		})
+	}
+
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	adminDone := make(chan error, 1)
 	if cfg.Admin.Listen != "" {
 		adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, User: cfg.Admin.User,
 			Password: cfg.Admin.Password, Logger: log.With("component", "admin")}, sched, srv, p)
@@ -69,11 +92,31 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			log.Warn("the admin port listens beyond loopback with the default password; set admin.password", "listen", aln.Addr().String())
 		}
 		log.Info("admin port listening", "listen", aln.Addr().String())
-		go func() { adminDone <- adm.Serve(ctx, aln) }()
-	} else {
-		adminDone <- nil
+		run("admin port", func() error { return adm.Serve(serveCtx, aln) })
 	}
-	extraDone := make(chan error, 1)
+	if cfg.Admin.HTTPListen != "" {
+		h, err := admin.NewHTTP(admin.HTTPConfig{Version: build.version, Commit: build.commit,
+			Collectors: rl.collectors(), Logger: log.With("component", "http")}, srv, sched, p)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		hln, err := net.Listen("tcp", cfg.Admin.HTTPListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("http listen %s: %w", cfg.Admin.HTTPListen, err)
+		}
+		if !isLoopback(hln.Addr()) {
+			log.Info("the HTTP endpoint (metrics, pprof) listens beyond loopback and has no authentication", "listen", hln.Addr().String())
+		}
+		log.Info("http endpoint listening", "listen", hln.Addr().String(), "paths", "/metrics /healthz /readyz /debug/pprof/")
+		run("http endpoint", func() error { return h.Serve(hln) })
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = h.Shutdown(sctx)
+		}()
+	}
 	if port := cfg.ThreadPool.ExtraPort; port != 0 {
 		xp, xln, err := startExtraPort(ctx, cfg, pcfg, log)
 		if err != nil {
@@ -82,24 +125,30 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 		defer xp.Close()
 		log.Info("extra port listening", "listen", xln.Addr().String(), "max_connections", cfg.ThreadPool.ExtraMaxConnections)
-		go func() { extraDone <- srv.ServeExtra(ctx, xln, xp, cfg.ThreadPool.ExtraMaxConnections) }()
-	} else {
-		extraDone <- nil
+		run("extra port", func() error { return srv.ServeExtra(serveCtx, xln, xp, cfg.ThreadPool.ExtraMaxConnections) })
 	}
 	log.Info("tpproxy listening", "listen", ln.Addr().String(), "backend", cfg.Backend.Addr,
 		"pool_size", cfg.Backend.PoolSize, "server_version", p.ServerVersion(),
 		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
 		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
-	err = srv.Serve(ctx, ln)
-	if xerr := <-extraDone; err == nil {
-		err = xerr
+	run("client listener", func() error { return srv.Serve(serveCtx, ln) })
+
+	var failed error
+	select {
+	case <-ctx.Done():
+	case failed = <-fail:
+		log.Error("a listener failed; shutting down", "err", failed)
 	}
-	if aerr := <-adminDone; err == nil {
-		err = aerr
+	timeout := time.Duration(rl.shutdownTimeout.Load())
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	err = srv.Shutdown(sctx)
+	cancel()
+	if err != nil {
+		log.Warn("sessions were still busy at shutdown_timeout and were closed", "shutdown_timeout", timeout)
 	}
-	srv.Close()
+	stopServing()
 	log.Info("tpproxy stopped")
-	return err
+	return failed
 }
 
 // isLoopback reports whether a listener address is on loopback only.
@@ -199,14 +248,9 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 	if err != nil {
 		return proxy.Config{}, err
 	}
-	users := make([]proxy.User, 0, len(cfg.Users))
-	for _, u := range cfg.Users {
-		h, err := u.NativeHash()
-		if err != nil {
-			return proxy.Config{}, err
-		}
-		plain, _ := u.Plain()
-		users = append(users, proxy.User{Name: u.User, Plain: plain, NativeHash: h})
+	users, err := proxyUsers(cfg)
+	if err != nil {
+		return proxy.Config{}, err
 	}
 	return proxy.Config{
 		MaxClientConnections: cfg.MaxClientConnections,
@@ -216,6 +260,21 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 		LoadDataLocal:        cfg.LoadDataLocal,
 		Users:                users,
 		TLS:                  tlsConf,
+		SlowQueue:            cfg.Log.SlowQueue,
 		Logger:               log,
 	}, nil
+}
+
+// proxyUsers maps the file's users onto the proxy's.
+func proxyUsers(cfg *config.Config) ([]proxy.User, error) {
+	users := make([]proxy.User, 0, len(cfg.Users))
+	for _, u := range cfg.Users {
+		h, err := u.NativeHash()
+		if err != nil {
+			return nil, err
+		}
+		plain, _ := u.Plain()
+		users = append(users, proxy.User{Name: u.User, Plain: plain, NativeHash: h})
+	}
+	return users, nil
 }

@@ -79,6 +79,12 @@ type Config struct {
 	TLS TLS `mapstructure:"tls"`
 	// Log configures the process logger.
 	Log Log `mapstructure:"log"`
+	// ShutdownTimeout is how long, after SIGTERM or SIGINT, in-flight
+	// statements and open transactions get to finish before the remaining
+	// sessions are closed.
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	// WatchConfig reloads the file when it changes on disk, as SIGHUP does.
+	WatchConfig bool `mapstructure:"watch_config"`
 }
 
 // ThreadPool configures the thread-group scheduler, with the meaning of the
@@ -126,6 +132,9 @@ type Admin struct {
 	// User and Password are the admin credentials (not the users list).
 	User     string `mapstructure:"user"`
 	Password string `mapstructure:"password"`
+	// HTTPListen is the HTTP endpoint for /metrics, /healthz, /readyz and
+	// /debug/pprof/, host:port; "" turns it off.
+	HTTPListen string `mapstructure:"http_listen"`
 }
 
 // User is one account clients may log in with.
@@ -207,6 +216,9 @@ type Log struct {
 	Level string `mapstructure:"level"`
 	// Format is text or json.
 	Format string `mapstructure:"format"`
+	// SlowQueue logs a "slow queue" line for every statement that waited
+	// longer than this in a thread group queue; 0 turns it off.
+	SlowQueue time.Duration `mapstructure:"slow_queue"`
 }
 
 // Default returns the documented defaults. It has no users, so it does not
@@ -246,7 +258,9 @@ func Default() Config {
 			ExtraPort:            0,
 			ExtraMaxConnections:  1,
 		},
-		Admin: Admin{Listen: "127.0.0.1:6032", User: "admin", Password: "admin"},
-		Log:   Log{Level: LogLevelInfo, Format: LogFormatText},
+		Admin:           Admin{Listen: "127.0.0.1:6032", User: "admin", Password: "admin", HTTPListen: "127.0.0.1:6080"},
+		Log:             Log{Level: LogLevelInfo, Format: LogFormatText, SlowQueue: time.Second},
+		ShutdownTimeout: 30 * time.Second,
+		WatchConfig:     true,
 	}
 }

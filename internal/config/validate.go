@@ -55,6 +55,12 @@ func (c *Config) Validate() error {
 	default:
 		v.addf("log.format", "must be text or json, got %q", c.Log.Format)
 	}
+	if c.Log.SlowQueue < 0 {
+		v.addf("log.slow_queue", "must be 0 (off) or greater, got %s", c.Log.SlowQueue)
+	}
+	if c.ShutdownTimeout < 0 {
+		v.addf("shutdown_timeout", "must be 0 (close at once) or greater, got %s", c.ShutdownTimeout)
+	}
 	return errors.Join(v.errs...)
 }
 
@@ -101,6 +107,12 @@ func (v *validator) threadPool(t *ThreadPool) {
 }
 
 func (v *validator) admin(a *Admin) {
+	if a.HTTPListen != "" {
+		v.addr("admin.http_listen", a.HTTPListen, 0)
+		if a.HTTPListen == a.Listen {
+			v.addf("admin.http_listen", "must differ from admin.listen (%s)", a.Listen)
+		}
+	}
 	if a.Listen == "" {
 		return
 	}

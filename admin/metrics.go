@@ -1,0 +1,223 @@
+package admin
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tpproxy/tpproxy/internal/histogram"
+	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy"
+	"github.com/tpproxy/tpproxy/scheduler"
+)
+
+// metricPrefix starts every tpproxy metric family.
+const metricPrefix = "tpproxy_"
+
+// desc is one metric family of the collector.
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(metricPrefix+name, help, labels, nil)
+}
+
+// Metric families. README's metrics table lists the same names, types and
+// labels; TestMetricsFamilies checks every one appears after traffic.
+var (
+	descClientConns     = desc("client_connections", "Client sessions connected now, by port (main, extra).", "port")
+	descClientAccepted  = desc("client_connections_accepted_total", "Client connections accepted.")
+	descClientRejected  = desc("client_connections_rejected_total", "Client connections turned away, by reason.", "reason")
+	descSessionsPinned  = desc("sessions_pinned", "Sessions pinned to a backend connection now, by reason (a session may count under several).", "reason")
+	descSessionPins     = desc("session_pins_total", "Times a reason started pinning a session.", "reason")
+	descStatements      = desc("statements_total", "Client commands answered, by command and outcome (ok, error).", "command", "outcome")
+	descStmtDuration    = desc("statement_duration_seconds", "Time from reading a client command to the end of its answer, queue wait included.")
+	descQueueWait       = desc("queue_wait_seconds", "Time admitted statements waited in a thread group queue (0 for those that did not queue), by priority.", "priority")
+	descSlowQueue       = desc("slow_queue_statements_total", "Statements that waited longer than log.slow_queue in a thread group queue.")
+	descBytesIn         = desc("client_bytes_received_total", "Bytes received from clients.")
+	descBytesOut        = desc("client_bytes_sent_total", "Bytes sent to clients.")
+	descPoolGroups      = desc("thread_pool_groups", "Thread groups (thread_pool_size).")
+	descPoolActive      = desc("thread_pool_active", "Statements executing and counting against thread_pool_max_threads.")
+	descPoolMaxThreads  = desc("thread_pool_max_threads", "thread_pool_max_threads: cap on statements executing at once over all groups.")
+	descGroupQueue      = desc("thread_group_queue_length", "Statements queued in a thread group, by priority.", "group", "priority")
+	descGroupActive     = desc("thread_group_active", "Statements executing in a thread group and counting against its cap.", "group")
+	descGroupStalled    = desc("thread_group_stalled", "Capacity a thread group has because of stalls: slots granted by stall detection (generic) or statements running past stall_limit (enterprise).", "group")
+	descGroupCapacity   = desc("thread_group_capacity", "A thread group's cap on executing statements now.", "group")
+	descGroupWaiting    = desc("thread_group_waiting_backend", "Admitted statements of a thread group waiting for a backend connection.", "group")
+	descGroupAdmissions = desc("thread_group_admissions_total", "Statements admitted by a thread group.", "group")
+	descGroupQueued     = desc("thread_group_queued_total", "Statements that had to queue in a thread group.", "group")
+	descGroupStalls     = desc("thread_group_stalls_total", "Stalls detected in a thread group.", "group")
+	descGroupKickUps    = desc("thread_group_kickups_total", "Low-priority statements moved to the high-priority queue after thread_pool_prio_kickup_timer.", "group")
+	descGroupTimeouts   = desc("thread_group_queue_timeouts_total", "Statements that gave up after thread_pool.queue_timeout in a thread group queue.", "group")
+	descBackendSize     = desc("backend_pool_size", "Configured number of backend connections.")
+	descBackendConns    = desc("backend_connections", "Backend connections by state (idle, in_use, dialing).", "state")
+	descBackendPinned   = desc("backend_connections_pinned", "Backend connections held by pinned sessions.")
+	descBackendWaiting  = desc("backend_waiting", "Statements waiting for a backend connection now.")
+	descBackendUp       = desc("backend_up", "1 when the last readiness check reached the backend, else 0.")
+	descBackendAcquires = desc("backend_acquires_total", "Backend connection acquisitions.")
+	descBackendTimeouts = desc("backend_acquire_timeouts_total", "Acquisitions that gave up after backend.acquire_timeout.")
+	descBackendWait     = desc("backend_acquire_wait_seconds", "Time acquisitions waited for a backend connection (0 for those served at once).")
+	descBackendDials    = desc("backend_dials_total", "Backend connections dialed successfully.")
+	descBackendDialErrs = desc("backend_dial_errors_total", "Backend dials that failed.")
+	descBackendResets   = desc("backend_resets_total", "COM_RESET_CONNECTIONs before a connection was reused.")
+	descBackendReplaced = desc("backend_replaced_total", "Connections closed and redialed to fit a session.")
+	descBackendBroken   = desc("backend_broken_total", "Connections closed after an error.")
+	descBackendExpired  = desc("backend_expired_total", "Connections retired at the end of backend.max_lifetime.")
+	descBackendHealth   = desc("backend_health_checks_total", "Health checks of idle connections.")
+	descBackendHealthKO = desc("backend_health_failures_total", "Health checks that failed (the connection was replaced).")
+	descBackendKills    = desc("backend_kills_total", "KILL statements sent for client sessions.")
+	descPrepClient      = desc("prepared_statements_client", "Prepared statements client sessions hold open.")
+	descPrepCached      = desc("prepared_statements_cached", "Distinct statements in the proxy's statement cache.")
+	descPrepBackend     = desc("prepared_statements_backend", "Statements prepared on backend connections now.")
+	descPrepReprepares  = desc("prepared_statement_reprepares_total", "Executes retried after the server asked for a new prepare.")
+	descPrepBackendPrep = desc("backend_prepares_total", "COM_STMT_PREPAREs sent to the backend.")
+	descPrepEvictions   = desc("backend_prepared_evictions_total", "Statements closed on a backend connection to stay under its cap.")
+	descShuttingDown    = desc("shutting_down", "1 once a graceful shutdown has begun.")
+)
+
+// collector reads the proxy's snapshots at scrape time; nothing is counted
+// twice and the hot path pays for no Prometheus types.
+type collector struct {
+	front *proxy.Server
+	sched *scheduler.Scheduler
+	pool  *pool.Pool
+	ready *readiness
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{
+		descClientConns, descClientAccepted, descClientRejected, descSessionsPinned, descSessionPins,
+		descStatements, descStmtDuration, descQueueWait, descSlowQueue, descBytesIn, descBytesOut,
+		descPoolGroups, descPoolActive, descPoolMaxThreads, descGroupQueue, descGroupActive,
+		descGroupStalled, descGroupCapacity, descGroupWaiting, descGroupAdmissions, descGroupQueued,
+		descGroupStalls, descGroupKickUps, descGroupTimeouts, descBackendSize, descBackendConns,
+		descBackendPinned, descBackendWaiting, descBackendUp, descBackendAcquires, descBackendTimeouts,
+		descBackendWait, descBackendDials, descBackendDialErrs, descBackendResets, descBackendReplaced,
+		descBackendBroken, descBackendExpired, descBackendHealth, descBackendHealthKO, descBackendKills,
+		descPrepClient, descPrepCached, descPrepBackend, descPrepReprepares, descPrepBackendPrep,
+		descPrepEvictions, descShuttingDown,
+	} {
+		ch <- d
+	}
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v uint64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+}
+
+func hist(ch chan<- prometheus.Metric, d *prometheus.Desc, s histogram.Snapshot, labels ...string) {
+	ch <- prometheus.MustNewConstHistogram(d, s.Count, s.Sum.Seconds(), s.Cumulative(), labels...)
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	m := c.front.Metrics()
+	st := c.front.Stats()
+	gauge(ch, descClientConns, float64(m.Sessions), "main")
+	gauge(ch, descClientConns, float64(m.ExtraSessions), "extra")
+	counter(ch, descClientAccepted, st.Accepted)
+	for i, n := range m.Rejected {
+		counter(ch, descClientRejected, n, proxy.RejectReason(i).String())
+	}
+	for _, reason := range proxy.PinReasons() {
+		gauge(ch, descSessionsPinned, float64(m.PinnedBy[reason]), reason)
+		counter(ch, descSessionPins, m.PinsBy[reason], reason)
+	}
+	for _, cc := range m.Commands {
+		counter(ch, descStatements, cc.OK, cc.Command, "ok")
+		counter(ch, descStatements, cc.Errors, cc.Command, "error")
+	}
+	hist(ch, descStmtDuration, m.Duration)
+	counter(ch, descSlowQueue, m.SlowQueue)
+	counter(ch, descBytesIn, m.BytesReceived)
+	counter(ch, descBytesOut, m.BytesSent)
+	counter(ch, descPrepReprepares, st.Reprepares)
+	gauge(ch, descPrepClient, float64(st.ClientStatements))
+	gauge(ch, descPrepCached, float64(st.CachedStatements))
+	gauge(ch, descShuttingDown, b2f(m.Draining))
+
+	ss := c.sched.Stats()
+	gauge(ch, descPoolGroups, float64(ss.Groups))
+	gauge(ch, descPoolActive, float64(ss.Active))
+	gauge(ch, descPoolMaxThreads, float64(ss.Config.MaxThreads))
+	hist(ch, descQueueWait, ss.QueueWaitHigh, "high")
+	hist(ch, descQueueWait, ss.QueueWaitLow, "low")
+	for _, g := range c.sched.Groups() {
+		id := strconv.Itoa(g.ID)
+		gauge(ch, descGroupQueue, float64(g.QueuedHigh), id, "high")
+		gauge(ch, descGroupQueue, float64(g.QueuedLow), id, "low")
+		gauge(ch, descGroupActive, float64(g.Active), id)
+		gauge(ch, descGroupStalled, float64(g.Stalled+g.Extra), id)
+		gauge(ch, descGroupCapacity, float64(g.Capacity), id)
+		gauge(ch, descGroupWaiting, float64(g.Waiting), id)
+		counter(ch, descGroupAdmissions, g.Stats.Admitted, id)
+		counter(ch, descGroupQueued, g.Stats.Queued, id)
+		counter(ch, descGroupStalls, g.Stats.Stalls, id)
+		counter(ch, descGroupKickUps, g.Stats.KickUps, id)
+		counter(ch, descGroupTimeouts, g.Stats.Timeouts, id)
+	}
+
+	ps := c.pool.Stats()
+	gauge(ch, descBackendSize, float64(ps.Size))
+	gauge(ch, descBackendConns, float64(ps.Idle), "idle")
+	gauge(ch, descBackendConns, float64(ps.InUse), "in_use")
+	gauge(ch, descBackendConns, float64(ps.Dialing), "dialing")
+	gauge(ch, descBackendPinned, float64(m.PinnedSessions))
+	gauge(ch, descBackendWaiting, float64(ps.Waiting))
+	gauge(ch, descBackendUp, b2f(c.ready.backend() == nil))
+	counter(ch, descBackendAcquires, ps.Acquires)
+	counter(ch, descBackendTimeouts, ps.AcquireTimeouts)
+	hist(ch, descBackendWait, ps.AcquireWait)
+	counter(ch, descBackendDials, ps.Dials)
+	counter(ch, descBackendDialErrs, ps.DialErrors)
+	counter(ch, descBackendResets, ps.Resets)
+	counter(ch, descBackendReplaced, ps.Replaced)
+	counter(ch, descBackendBroken, ps.Broken)
+	counter(ch, descBackendExpired, ps.Expired)
+	counter(ch, descBackendHealth, ps.HealthChecks)
+	counter(ch, descBackendHealthKO, ps.HealthFailures)
+	counter(ch, descBackendKills, ps.Kills)
+	gauge(ch, descPrepBackend, float64(ps.PreparedOpen))
+	counter(ch, descPrepBackendPrep, ps.Prepares)
+	counter(ch, descPrepEvictions, ps.PreparedEvictions)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// readiness runs the backend check for /readyz and backend_up, at most
+// once per readyCacheFor however often it is asked, so that a scrape and
+// a probe arriving together cost one COM_PING.
+type readiness struct {
+	pool    *pool.Pool
+	timeout time.Duration
+
+	mu      sync.Mutex // held across the check: concurrent callers share it
+	at      time.Time
+	lastErr error
+}
+
+// readyCacheFor is how long a check's result is reused.
+const readyCacheFor = time.Second
+
+// backend returns the result of a recent backend check, running one if the
+// last is older than readyCacheFor.
+func (r *readiness) backend() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.at.IsZero() && time.Since(r.at) < readyCacheFor {
+		return r.lastErr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	r.lastErr = r.pool.Ready(ctx)
+	r.at = time.Now()
+	return r.lastErr
+}

@@ -16,6 +16,6 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/tpproxy /usr/local/bin/tpproxy
 COPY configs/tpproxy.yaml /etc/tpproxy/tpproxy.yaml
 USER nonroot:nonroot
-EXPOSE 6033
+EXPOSE 6033 6032 6080
 ENTRYPOINT ["/usr/local/bin/tpproxy"]
 CMD ["serve", "--config", "/etc/tpproxy/tpproxy.yaml"]

@@ -84,6 +84,7 @@ type settings struct {
 	SlowQueue                 string
 	Watch                     bool
 	Extra                     string // appended verbatim (more keys)
+	MoreUsers                 string // YAML list items appended to users
 }
 
 func (s settings) yaml() string {
@@ -93,7 +94,7 @@ watch_config: %v
 users:
   - user: %s
     password: %s
-backend:
+%sbackend:
   addr: %s
   user: %s
   password: %s
@@ -111,7 +112,7 @@ log:
   level: info
   format: json
   slow_queue: %s
-%s`, s.Port, s.ShutdownTimeout, s.Watch, proxytest.User, proxytest.Password, s.Backend,
+%s`, s.Port, s.ShutdownTimeout, s.Watch, proxytest.User, proxytest.Password, s.MoreUsers, s.Backend,
 		proxytest.User, proxytest.Password, s.PoolSize, s.GroupSize, s.Oversubscribe,
 		s.AdminPort, s.HTTPPort, s.SlowQueue, s.Extra)
 }

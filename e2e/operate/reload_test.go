@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/proxytest"
 )
 
 // load runs clients doing short transactions and point reads through db
@@ -160,8 +162,21 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	db := d.open(t)
 	stop := load(t, db, 8)
 
+	// A new account cannot log in before the reload.
+	opsDSN := strings.Replace(d.dsn(), proxytest.User+":"+proxytest.Password+"@", "ops:opspw@", 1)
+	ops, err := sql.Open("mysql", opsDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ops.Close()
+	ctx := ctxT(t, time.Minute)
+	if err := ops.PingContext(ctx); err == nil {
+		t.Fatal("user ops logged in before it was configured")
+	}
+
 	s.GroupSize = 4
 	s.SlowQueue = "0s"
+	s.MoreUsers = "  - user: ops\n    password: opspw\n"
 	d.write(s)
 	d.signal(syscall.SIGHUP)
 	rec := d.waitLog(t, 10*time.Second, msgIs("config reloaded"))
@@ -170,6 +185,12 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	}
 	if g := groups(t, d); g != 4 {
 		t.Errorf("thread_pool_groups = %v after SIGHUP, want 4", g)
+	}
+	if !strings.Contains(fmt.Sprint(rec["applied"]), "users") {
+		t.Errorf("reload record %v does not list users", rec)
+	}
+	if err := ops.PingContext(ctx); err != nil {
+		t.Errorf("user ops added by the reload cannot log in: %v", err)
 	}
 	// SIGHUP with an unchanged file is a reload that changes nothing.
 	d.signal(syscall.SIGHUP)

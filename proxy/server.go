@@ -385,7 +385,7 @@ func (srv *Server) Stats() Stats {
 	srv.mu.Lock()
 	st := Stats{Sessions: len(srv.sessions)}
 	for _, s := range srv.sessions {
-		if s.pinnedNow.Load() {
+		if s.pinsNow.Load() != 0 {
 			st.Pinned++
 		}
 	}

@@ -71,10 +71,10 @@ type Session struct {
 	// task is the session's handle in the scheduler.
 	task scheduler.Task
 
-	// pinnedNow mirrors pinned != nil for Stats; pinsNow the reasons
-	// while pinned (0 otherwise), for Metrics and Shutdown.
-	pinnedNow atomic.Bool
-	pinsNow   atomic.Uint32
+	// pinsNow mirrors the pin reasons while the session holds a backend
+	// (0 otherwise) for Stats, Metrics and Shutdown; the session goroutine
+	// updates it after each command, before the answer is flushed.
+	pinsNow atomic.Uint32
 	// idle is set while the session waits for the client's next command.
 	idle atomic.Bool
 	// cmdIndex is the command being served (commandIndex) and errs counts
@@ -181,15 +181,15 @@ func (s *Session) run(ctx context.Context) {
 		s.cmdIndex = commandIndex(p)
 		errs := s.errs
 		quit, err := s.dispatch(ctx, p)
+		if pins := s.pinsHeld(); pins != s.pinsNow.Load() {
+			s.pinsNow.Store(pins)
+		}
 		if ferr := s.w.Flush(); err == nil {
 			err = ferr
 		}
 		s.w.Release()
 		s.r.Shrink()
 		s.countCommand(errs, start)
-		if pins := s.pinsHeld(); pins != s.pinsNow.Load() {
-			s.pinsNow.Store(pins)
-		}
 		if s.pubPins != s.pins || s.pub.Pinned != (s.pinned != nil) || s.pub.Schema != s.state.Schema || s.pub.User != s.user {
 			s.publish()
 		}
@@ -252,7 +252,6 @@ func (s *Session) teardown() {
 		s.pinned.MarkDirty() // whatever pinned it must not reach the next user
 		s.pool.Release(s.pinned)
 		s.pinned = nil
-		s.pinnedNow.Store(false)
 	}
 	s.pinsNow.Store(0)
 	_ = s.nc.Close()
@@ -349,7 +348,6 @@ func (s *Session) loseBackend() {
 	s.pinned.MarkBroken()
 	s.pool.Release(s.pinned)
 	s.pinned = nil
-	s.pinnedNow.Store(false)
 	s.pins = 0
 	s.forgetCursors()
 }
@@ -367,11 +365,9 @@ func (s *Session) setPinned(c *pool.Conn, pins pinReason) {
 	switch {
 	case pins != 0 && s.pinned == nil:
 		s.pinned = c
-		s.pinnedNow.Store(true)
 		s.srv.stats.pins.Add(1)
 	case pins == 0 && s.pinned != nil:
 		s.pinned = nil
-		s.pinnedNow.Store(false)
 		s.pool.Release(c)
 	case pins == 0:
 		s.pool.Release(c)
@@ -386,7 +382,6 @@ func (s *Session) unpinForReset() {
 		s.pinned.MarkDirty()
 		s.pool.Release(s.pinned)
 		s.pinned = nil
-		s.pinnedNow.Store(false)
 	}
 	s.pins = 0
 	s.lastInsertID = 0

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/sha256"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -125,10 +126,16 @@ func (r *reloader) collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.reloads, r.restartRequired, r.lastSuccess}
 }
 
-// attach gives the reloader the components it reconfigures.
+// attach gives the reloader the components it reconfigures. Until then
+// (the proxy is still starting) a reload is refused.
 func (r *reloader) attach(front *proxy.Server, sched *scheduler.Scheduler, p *pool.Pool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.front, r.sched, r.pool = front, sched, p
 }
+
+// errStarting refuses a reload that arrives before the proxy is up.
+var errStarting = errors.New("tpproxy is still starting; reload again once it listens")
 
 // reload reads the file again and applies it. why names the trigger, for
 // the log. onlyIfChanged skips a file whose content is what was last
@@ -136,6 +143,10 @@ func (r *reloader) attach(front *proxy.Server, sched *scheduler.Scheduler, p *po
 func (r *reloader) reload(why string, onlyIfChanged bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.front == nil {
+		r.log.Warn("config reload ignored", "trigger", why, "err", errStarting)
+		return errStarting
+	}
 	data, err := os.ReadFile(r.path)
 	if err == nil && onlyIfChanged && sha256.Sum256(data) == r.hash {
 		return nil

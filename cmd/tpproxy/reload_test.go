@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/tpproxy/tpproxy/internal/config"
+	"github.com/tpproxy/tpproxy/proxy"
 )
 
 func TestDiffConfig(t *testing.T) {
@@ -96,6 +98,11 @@ func TestReloadRejectsBrokenFileWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	rl := newReloader(path, nil, nil, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), new(slog.LevelVar))
+	// A SIGHUP while the proxy is still starting is refused, not a crash.
+	if err := rl.reload("test", false); !errors.Is(err, errStarting) {
+		t.Fatalf("reload before attach: %v", err)
+	}
+	rl.attach(&proxy.Server{}, nil, nil) // never reached: the file is rejected first
 	if err := os.WriteFile(path, []byte(good+"thread_pool:\n  size: -1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,25 @@ func TestSIGTERMLetsTransactionCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A statement in flight (not in a transaction) when the signal comes
+	// finishes and its client gets the result.
+	busy, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	slept := make(chan error, 1)
+	go func() {
+		var v int
+		slept <- busy.QueryRowContext(ctx, "SELECT SLEEP(2)").Scan(&v)
+	}()
+	eventually(t, 10*time.Second, "the sleep is running", func() bool {
+		var n int
+		err := env.Root(t).QueryRowContext(ctx,
+			"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(2)'").Scan(&n)
+		return err == nil && n == 1
+	})
+
 	abortedBefore := abortedClients(t)
 	began := time.Now()
 	d.signal(syscall.SIGTERM)
@@ -85,6 +104,9 @@ func TestSIGTERMLetsTransactionCommit(t *testing.T) {
 		t.Fatalf("COMMIT after SIGTERM: %v", err)
 	}
 
+	if err := <-slept; err != nil {
+		t.Errorf("the statement in flight at SIGTERM: %v", err)
+	}
 	if code := d.wait(t, 15*time.Second); code != 0 {
 		t.Fatalf("exit code %d, want 0", code)
 	}

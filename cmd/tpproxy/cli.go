@@ -189,12 +189,6 @@ func printProblems(w io.Writer, path string, err error) {
 	fmt.Fprintf(w, "%s: invalid configuration (%d problem%s)\n", path, len(problems), plural)
 }
 
-// newLogger builds the process logger on w; l has been validated.
-func newLogger(l config.Log, w io.Writer) *slog.Logger {
-	level := new(slog.LevelVar)
-	return newLeveledLogger(l, level, w)
-}
-
 // newLeveledLogger builds the process logger on w with its level in level,
 // which a reload can change.
 func newLeveledLogger(l config.Log, level *slog.LevelVar, w io.Writer) *slog.Logger {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -192,7 +193,7 @@ func TestVersion(t *testing.T) {
 
 func TestNewLogger(t *testing.T) {
 	var buf bytes.Buffer
-	log := newLogger(config.Log{Level: "warn", Format: "json"}, &buf)
+	log := newLeveledLogger(config.Log{Level: "warn", Format: "json"}, new(slog.LevelVar), &buf)
 	log.Info("hidden")
 	log.Warn("shown", "k", 1)
 	var rec map[string]any
@@ -204,7 +205,7 @@ func TestNewLogger(t *testing.T) {
 	}
 
 	buf.Reset()
-	log = newLogger(config.Log{Level: "debug", Format: "text"}, &buf)
+	log = newLeveledLogger(config.Log{Level: "debug", Format: "text"}, new(slog.LevelVar), &buf)
 	log.Debug("dbg")
 	if !strings.Contains(buf.String(), "level=DEBUG msg=dbg") {
 		t.Errorf("text debug record: %q", buf.String())

@@ -362,15 +362,8 @@ func value(fams map[string]*dto.MetricFamily, name string, want map[string]strin
 // eventually polls cond every 50 ms until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
+	if !proxytest.Poll(timeout, 50*time.Millisecond, cond) {
+		t.Fatalf("%s: not within %s", what, timeout)
 	}
 }
 

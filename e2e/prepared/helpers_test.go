@@ -255,7 +255,7 @@ func serverPrepared(t testing.TB, root *sql.DB) int64 {
 func waitNoServerStatements(t testing.TB, root *sql.DB) {
 	t.Helper()
 	var n int64
-	if !poll(waitTimeout, 20*time.Millisecond, func() bool {
+	if !proxytest.Poll(waitTimeout, 20*time.Millisecond, func() bool {
 		n = serverPrepared(t, root)
 		return n == 0
 	}) {
@@ -267,32 +267,8 @@ func waitNoServerStatements(t testing.TB, root *sql.DB) {
 // test naming what it waited for.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	if !poll(timeout, 10*time.Millisecond, cond) {
+	if !proxytest.Poll(timeout, 10*time.Millisecond, cond) {
 		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
-}
-
-// poll reports whether cond came true within timeout, checking it on a
-// ticker. It is for state that changes in another process or goroutine with
-// no event to wait on (the server's status counters, the proxy's session
-// table).
-func poll(timeout, interval time.Duration, cond func() bool) bool {
-	if cond() {
-		return true
-	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		select {
-		case <-tick.C:
-			if cond() {
-				return true
-			}
-		case <-deadline.C:
-			return cond()
-		}
 	}
 }
 
@@ -353,7 +329,7 @@ func waitInfo(t testing.TB, px *proxytest.Proxy, id uint32, what string, cond fu
 	t.Helper()
 	var in proxy.SessionInfo
 	var ok bool
-	if !poll(waitTimeout, 5*time.Millisecond, func() bool {
+	if !proxytest.Poll(waitTimeout, 5*time.Millisecond, func() bool {
 		in, ok = sessionInfo(px, id)
 		return ok && cond(in)
 	}) {

@@ -139,7 +139,7 @@ func checkShared(t *testing.T, root *sql.DB, px *proxytest.Proxy, limit int64, w
 		t.Errorf("%s: the server holds %d prepared statements, want at most %d (pool size × statements)", when, server, limit)
 	}
 	var open int64
-	if !poll(waitTimeout, 10*time.Millisecond, func() bool {
+	if !proxytest.Poll(waitTimeout, 10*time.Millisecond, func() bool {
 		server = serverPrepared(t, root)
 		open = px.Pool.Stats().PreparedOpen
 		return open == server

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/proxytest"
 )
 
 // TestDeadlockInPreparedTransaction covers two transactions that update
@@ -48,7 +50,7 @@ func TestDeadlockInPreparedTransaction(t *testing.T) {
 			}()
 			var early error
 			returned := false
-			if !poll(waitTimeout, innodbPoll, func() bool {
+			if !proxytest.Poll(waitTimeout, innodbPoll, func() bool {
 				select {
 				case early = <-blocked:
 					returned = true

@@ -50,30 +50,8 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // when nobody read them for that long.
 func eventuallyEvery(t testing.TB, timeout, interval time.Duration, what string, cond func() bool) {
 	t.Helper()
-	if !poll(timeout, interval, cond) {
+	if !proxytest.Poll(timeout, interval, cond) {
 		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
-}
-
-// poll reports whether cond came true within timeout, checking it every
-// interval.
-func poll(timeout, interval time.Duration, cond func() bool) bool {
-	if cond() {
-		return true
-	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		select {
-		case <-tick.C:
-			if cond() {
-				return true
-			}
-		case <-deadline.C:
-			return cond()
-		}
 	}
 }
 
@@ -438,7 +416,7 @@ func waitInfoWithin(t testing.TB, px *proxytest.Proxy, id uint32, timeout time.D
 	t.Helper()
 	var in proxy.SessionInfo
 	var ok bool
-	if !poll(timeout, 10*time.Millisecond, func() bool {
+	if !proxytest.Poll(timeout, 10*time.Millisecond, func() bool {
 		in, ok = sessionInfo(px, id)
 		return ok && cond(in)
 	}) {

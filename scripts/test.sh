@@ -22,6 +22,7 @@ while read -r pkg target; do
   fi
 done <<'TARGETS'
 ./internal/sqlscan FuzzScan
+./internal/sqlscan FuzzScanMode
 ./internal/mysqlwire FuzzParseOK
 ./internal/mysqlwire FuzzParseERR
 ./internal/mysqlwire FuzzReader

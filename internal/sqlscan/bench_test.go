@@ -69,3 +69,36 @@ func BenchmarkScanDoubledQuotes1M(b *testing.B) {
 func BenchmarkScanTokens1M(b *testing.B) {
 	benchScan(b, bytes.Repeat([]byte("a,@b,(c),"), 1<<20/9))
 }
+
+func benchScanMode(b *testing.B, q []byte, m sqlscan.Mode) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(q)))
+	for b.Loop() {
+		sqlscan.ScanMode(q, m)
+	}
+}
+
+// The same inserts in a session that lexes gbk, and under NO_BACKSLASH_ESCAPES.
+func BenchmarkScanModeGBKInsert1K(b *testing.B) {
+	benchScanMode(b, insert1K(), sqlscan.Mode{Charset: sqlscan.MBGBK, Version: 101119, MariaDB: true})
+}
+
+func BenchmarkScanModeNBEInsert1K(b *testing.B) {
+	benchScanMode(b, insert1K(), sqlscan.Mode{NoBackslashEscapes: true, Version: 101119, MariaDB: true})
+}
+
+func BenchmarkScanModeDumpHeader(b *testing.B) {
+	benchScanMode(b, []byte("/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;\n"+
+		"/*!40101 SET NAMES utf8mb4 */;\n/*!40103 SET @OLD_TIME_ZONE=@@TIME_ZONE */;\n"+
+		"/*!99999 SET x = 1 */; -- comment\n/* block */ SELECT 1"), sqlscan.Mode{Version: 101119, MariaDB: true})
+}
+
+func BenchmarkMentions(b *testing.B) {
+	q := []byte("SELECT c.id, c.name, o.total FROM shop.customers AS c JOIN `shop`.`orders` o ON o.cid = c.id WHERE o.total > 10")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(q)))
+	n := 0
+	for b.Loop() {
+		sqlscan.Mentions(q, sqlscan.Mode{}, func(_, _ []byte) bool { n++; return false })
+	}
+}

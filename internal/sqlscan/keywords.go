@@ -81,6 +81,16 @@ const (
 	kwWait
 	kwWarnings
 	kwXML
+	kwStatement
+	kwRole
+	kwDefault
+	kwNo
+	kwTo
+	kwWork
+	kwFrom
+	kwJoin
+	kwEnd
+	kwRecover
 
 	// Function names, and SQL_CALC_FOUND_ROWS.
 	kwFoundRows
@@ -93,16 +103,23 @@ const (
 	kwRowCount
 	kwSetval
 	kwSQLCalcFoundRows
+	kwConnectionID
 
 	// System variable names.
 	kwErrorCount
 	kwIdentity
+	kwPseudoThreadID
 	kwInsertID
 	kwWarningCount
+	kwTxIsolation
+	kwTransactionIsolation
+	kwTxReadOnly
+	kwTransactionReadOnly
 )
 
-// maxKeywordLen is the length of the longest keyword, SQL_CALC_FOUND_ROWS.
-const maxKeywordLen = 19
+// maxKeywordLen is the length of the longest keywords, TRANSACTION_ISOLATION and
+// TRANSACTION_READ_ONLY.
+const maxKeywordLen = 21
 
 // lookup maps a word, in any letter case, to its keyword. It folds into a stack
 // buffer so that the string switch compares without allocating.
@@ -263,6 +280,26 @@ func lookup(w []byte) keyword {
 		return kwWarnings
 	case "XML":
 		return kwXML
+	case "STATEMENT":
+		return kwStatement
+	case "ROLE":
+		return kwRole
+	case "DEFAULT":
+		return kwDefault
+	case "NO":
+		return kwNo
+	case "TO":
+		return kwTo
+	case "WORK":
+		return kwWork
+	case "FROM":
+		return kwFrom
+	case "JOIN":
+		return kwJoin
+	case "END":
+		return kwEnd
+	case "RECOVER":
+		return kwRecover
 
 	case "FOUND_ROWS":
 		return kwFoundRows
@@ -284,15 +321,27 @@ func lookup(w []byte) keyword {
 		return kwSetval
 	case "SQL_CALC_FOUND_ROWS":
 		return kwSQLCalcFoundRows
+	case "CONNECTION_ID":
+		return kwConnectionID
 
 	case "ERROR_COUNT":
 		return kwErrorCount
 	case "IDENTITY":
 		return kwIdentity
+	case "PSEUDO_THREAD_ID":
+		return kwPseudoThreadID
 	case "INSERT_ID":
 		return kwInsertID
 	case "WARNING_COUNT":
 		return kwWarningCount
+	case "TX_ISOLATION":
+		return kwTxIsolation
+	case "TRANSACTION_ISOLATION":
+		return kwTransactionIsolation
+	case "TX_READ_ONLY":
+		return kwTxReadOnly
+	case "TRANSACTION_READ_ONLY":
+		return kwTransactionReadOnly
 	}
 	return kwNone
 }

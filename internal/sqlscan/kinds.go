@@ -163,7 +163,9 @@ const (
 	// FlagSQLPrepare: SQL-level PREPARE, EXECUTE (MariaDB's EXECUTE IMMEDIATE too,
 	// since its dynamic text is invisible here), DEALLOCATE/DROP PREPARE.
 	FlagSQLPrepare
-	// FlagSetTransaction: SET TRANSACTION without a scope, which applies to the next
+	// FlagSetTransaction: SET TRANSACTION without a scope, or a SET of
+	// @@tx_isolation, @@transaction_isolation, @@tx_read_only or
+	// @@transaction_read_only written with @@ and no scope: each applies to the next
 	// transaction only and so must run on the connection that will run it.
 	FlagSetTransaction
 	// FlagLoadLocal: LOAD DATA/XML ... LOCAL INFILE, whose file the client sends.
@@ -171,7 +173,8 @@ const (
 	// FlagLastInsertIDArg: LAST_INSERT_ID(expr), which sets the value a later
 	// LAST_INSERT_ID() returns.
 	FlagLastInsertIDArg
-	// FlagLastInsertIDRead: LAST_INSERT_ID() with no argument.
+	// FlagLastInsertIDRead: LAST_INSERT_ID() with no argument, or a read of
+	// @@last_insert_id or @@identity (any scope form) other than as a SET target.
 	FlagLastInsertIDRead
 	// FlagFoundRows: a call of FOUND_ROWS().
 	FlagFoundRows
@@ -181,8 +184,8 @@ const (
 	// GET DIAGNOSTICS, @@warning_count, @@error_count: they read what the previous
 	// statement left on its connection.
 	FlagDiagnostics
-	// FlagInsertIDVar: @@insert_id, @@last_insert_id, @@identity in any scope form,
-	// or SET of insert_id, last_insert_id or identity.
+	// FlagInsertIDVar: a SET of insert_id (any form: insert_id, SESSION insert_id,
+	// @@insert_id, @@session.insert_id), which the next insert consumes.
 	FlagInsertIDVar
 	// FlagSessionTrackVar: SET of a variable named session_track_*, which would
 	// change what the backend reports to the proxy itself.
@@ -205,12 +208,31 @@ const (
 	// LOCK TABLES ... WAIT 5, ALTER TABLE ... NOWAIT), which MariaDB
 	// implements by setting lock wait timeouts for the one statement.
 	FlagStatementTimeout
+	// FlagRole: SET ROLE ... (not SET DEFAULT ROLE), which changes the session's
+	// privileges.
+	FlagRole
+	// FlagLastInsertIDSet: a SET of last_insert_id or identity (any form, @@ included),
+	// which sets what LAST_INSERT_ID() returns.
+	FlagLastInsertIDSet
+	// FlagConnectionID: a call of CONNECTION_ID( or a read of @@pseudo_thread_id, which
+	// is what CONNECTION_ID() returns.
+	FlagConnectionID
+	// FlagRelease: the first statement is COMMIT or ROLLBACK (not ROLLBACK TO) with
+	// RELEASE not preceded by NO: the server closes the connection after it.
+	FlagRelease
+	// FlagNoRelease: the first statement is COMMIT or ROLLBACK with NO RELEASE.
+	FlagNoRelease
+	// FlagFrom: the word FROM or JOIN in code, in any statement. With Kind it
+	// approximates "the statement opens tables" (MariaDB keeps the previous
+	// statement's warnings across statements that open none).
+	FlagFrom
 )
 
 // StatefulMask holds the flags that mean the statement creates or reads session state
 // the proxy does not track or replay, so the session must stay on its backend.
 // FlagCalcFoundRows, FlagLockTables and FlagXA also pin, but for reasons with their own
-// unpin rule, so the caller handles them separately.
+// unpin rule, so the caller handles them separately; FlagLastInsertIDSet sets a value
+// the caller can replay, so it is not in the mask either.
 const StatefulMask = FlagUserVar | FlagTempTable | FlagGetLock | FlagSQLPrepare |
 	FlagLastInsertIDArg | FlagInsertIDVar | FlagHandler | FlagSequence
 
@@ -268,6 +290,18 @@ func flagName(f Flags) string {
 		return "SetStatement"
 	case FlagStatementTimeout:
 		return "StatementTimeout"
+	case FlagRole:
+		return "Role"
+	case FlagLastInsertIDSet:
+		return "LastInsertIDSet"
+	case FlagConnectionID:
+		return "ConnectionID"
+	case FlagRelease:
+		return "Release"
+	case FlagNoRelease:
+		return "NoRelease"
+	case FlagFrom:
+		return "From"
 	}
 	return ""
 }
@@ -352,4 +386,42 @@ func (l Local) String() string {
 		return "count_errors"
 	}
 	return "local(" + strconv.Itoa(int(l)) + ")"
+}
+
+// XAKind is the kind of an XA statement.
+type XAKind uint8
+
+// XA statement kinds, from the word after XA.
+const (
+	XANone     XAKind = iota // not an XA statement
+	XAStart                  // XA START or XA BEGIN
+	XAEnd                    // XA END
+	XAPrepare                // XA PREPARE
+	XACommit                 // XA COMMIT
+	XARollback               // XA ROLLBACK
+	XARecover                // XA RECOVER
+	XAOther                  // XA followed by anything else
+)
+
+// String names the XA kind for logs.
+func (k XAKind) String() string {
+	switch k {
+	case XANone:
+		return "none"
+	case XAStart:
+		return "start"
+	case XAEnd:
+		return "end"
+	case XAPrepare:
+		return "prepare"
+	case XACommit:
+		return "commit"
+	case XARollback:
+		return "rollback"
+	case XARecover:
+		return "recover"
+	case XAOther:
+		return "other"
+	}
+	return "xa(" + strconv.Itoa(int(k)) + ")"
 }

@@ -8,12 +8,36 @@
 // lexical view is unsure it reports more state, never less: a needlessly pinned session
 // costs throughput, a wrongly released one corrupts a client's session.
 //
+// How the server splits the text depends on the session: ScanMode takes a Mode with
+// the sql_mode flags that change lexing (NO_BACKSLASH_ESCAPES, ANSI_QUOTES), the class
+// of the client character set and the server version; Scan is ScanMode for the zero
+// Mode. Given the right Mode the following are exact, as measured against MariaDB
+// 10.11 with raw COM_QUERY (MySQL's rules are taken from its lexer, not measured):
+//   - where strings, quoted identifiers and comments start and end: backslash escapes
+//     or NO_BACKSLASH_ESCAPES, doubled quotes, "..." as a string or under ANSI_QUOTES
+//     an identifier;
+//   - characters of big5, gbk, sjis and cp932 whose second byte is 0x5C, a quote or a
+//     backquote, and user and system variable names, which the server reads byte by
+//     byte rather than by character;
+//   - the no-break space that latin1 and other single-byte character sets take for
+//     whitespace;
+//   - which executable comments run: five version digits (six on MariaDB), MariaDB's
+//     /*M! and its exception for /*!50700-/*!99999, fewer digits meaning no version,
+//     one nested comment inside a comment that does not run, and executable comments
+//     opening inside a running one (the first "*/" ends them all);
+//   - identifiers that start with digits (1a, t.1e5), qualified names;
+//   - the statement after SET STATEMENT ... FOR, which is scanned as a statement.
+//
 // Known approximations, all on the conservative side unless noted:
-//   - Backslash is always an escape inside strings, and "..." is always a string: under
-//     NO_BACKSLASH_ESCAPES or ANSI_QUOTES the server may split the text differently.
-//     Client character sets where 0x5C can be the second byte of a character (GBK,
-//     SJIS, Big5) are not handled either: such a byte is taken for an escape.
-//   - Executable comments are code whatever their version number.
+//   - With Version 0 (unknown) every executable comment runs and all its version
+//     digits are skipped, as before Mode existed; a comment written for a newer
+//     server than the real one then counts as code, which may hide what follows it
+//     (not conservative: the reason to pass a Version).
+//   - Newer MySQL releases (seen in 9.x sources) also read six version digits when
+//     whitespace follows them, and have $tag$...$tag$ strings; neither is handled,
+//     and the latter is lexed as code (not conservative).
+//   - Unterminated strings, quoted identifiers and comments run to the end of the
+//     text; the server rejects the statement instead.
 //   - ';' always separates statements, so the body of CREATE PROCEDURE/TRIGGER/EVENT
 //     or BEGIN NOT ATOMIC ... END counts as several statements (Multi) and flags
 //     found in the body are reported although creating the routine does not run it.
@@ -22,6 +46,9 @@
 //     reports FlagGetLock.
 //   - An '@' outside "@@" is a user variable, so account names ('u'@'h', DEFINER=
 //     `u`@`h`) set FlagUserVar.
+//   - A byte the server takes for a stray one-byte token (a byte above 0x7F that is no
+//     letter of the character set, a lead byte without its trail) is read as part of
+//     an identifier; the server rejects such a statement anyway.
 package sqlscan
 
 // Info is what Scan learned about one query.
@@ -48,12 +75,29 @@ type Info struct {
 	// KillQuery reports the QUERY keyword in a first statement KILL: only the running
 	// statement is to be killed, not the connection.
 	KillQuery bool
+	// XA is the kind of a first statement that starts with XA (also when it is the
+	// statement of SET STATEMENT ... FOR), XANone otherwise.
+	XA XAKind
+	// Qualified reports a qualified name in code: two identifiers, quoted or not,
+	// around a '.' (db.t, t.col, `db`.f). User variables (@x.y) and system variables
+	// (@@a.b) do not count.
+	Qualified bool
+	// Inner is the class of the statement a first-statement SET STATEMENT ... FOR
+	// runs (Kind is KindSet); KindOther otherwise.
+	Inner Kind
 }
 
 // Scan classifies q, the COM_QUERY payload after the command byte. It never allocates
 // and never panics, whatever bytes it is given, and its cost is linear in len(q).
+// Scan(q) == ScanMode(q, Mode{}).
 func Scan(q []byte) Info {
-	s := scanner{lx: lexer{q: q}}
+	return ScanMode(q, Mode{})
+}
+
+// ScanMode is Scan for a session lexed per m. It never allocates and never panics.
+func ScanMode(q []byte, m Mode) Info {
+	var s scanner
+	s.lx.init(q, m)
 	s.info.Local, s.info.LocalExpr, s.info.LimitOffset, s.info.LimitCount = matchLocal(q)
 	for {
 		t := s.lx.next()
@@ -70,7 +114,7 @@ func Scan(q []byte) Info {
 // word that decides Info.Kind), as a sub-slice of q for logging; nil if q does not
 // start with a word.
 func FirstKeyword(q []byte) []byte {
-	lx := lexer{q: q}
+	lx := newLexer(q, Mode{})
 	for {
 		t := lx.next()
 		switch {
@@ -96,23 +140,37 @@ type scanner struct {
 	// whether it has an argument.
 	lastInsertID bool
 	st           stmt
-	// onSetVar, when set, receives the session variables the first
-	// statement assigns (see SetTargets).
-	onSetVar func(name []byte)
+	// onSetVar, when set, receives the session variables the first statement
+	// assigns and whether each is assigned DEFAULT (see SetTargetsMode).
+	onSetVar func(name []byte, isDefault bool)
+	// onStmtVar, when set, receives the variables of the first statement's
+	// SET STATEMENT ... FOR (see StatementVars).
+	onStmtVar func(name []byte)
 }
 
 // stmt is the state of the statement being scanned.
 type stmt struct {
 	started bool
-	kw      keyword // first word
-	n       int     // index of the current token; the first word is 0
-	depth   int     // parenthesis depth after the first word
-	sub     uint8   // statement-specific state, see the handlers
+	// inner: this is the statement of SET STATEMENT ... FOR, which does not decide
+	// Info.Kind.
+	inner bool
+	kw    keyword // first word
+	n     int     // index of the current token; the first word is 0
+	depth int     // parenthesis depth after the first word
+	sub   uint8   // statement-specific state, see the handlers
 	// KILL's target.
 	killID    uint64
 	killQuery bool
-	// global: a SET is assigning global (or persisted) variables.
-	global bool
+	// SET: global is a SET assigning global (or persisted) variables; stmtVars is
+	// SET STATEMENT, whose list before FOR is scoped to the statement.
+	global, stmtVars bool
+	// The SET target whose value is being read, reported when the value ends.
+	pend        bool // there is one to report
+	pendGlobal  bool // it is global or persisted
+	pendDefault bool // its value so far is exactly DEFAULT
+	// pendStart:pendEnd is the name to report; pendRaw is where the name starts as
+	// typed, for a component.name target.
+	pendStart, pendEnd, pendRaw int
 }
 
 func (s *scanner) flag(f Flags) { s.info.Flags |= f }
@@ -120,8 +178,12 @@ func (s *scanner) flag(f Flags) { s.info.Flags |= f }
 // setKind sets the class of the current statement, which is the query's Kind only
 // for the first statement.
 func (s *scanner) setKind(k Kind) {
-	if s.nstmt == 0 {
+	switch {
+	case s.nstmt != 0:
+	case !s.st.inner:
 		s.info.Kind = k
+	default:
+		s.info.Inner = k
 	}
 }
 
@@ -139,6 +201,9 @@ func (s *scanner) token(t token) {
 	// A qualified name (db.get_lock, t.select) is never a keyword or built-in.
 	if s.prev1.isPunct('.') {
 		t.kw = kwNone
+		if t.isName() && s.prev2.isName() {
+			s.info.Qualified = true
+		}
 	}
 	s.anywhere(t)
 	s.statement(t)
@@ -151,8 +216,11 @@ func (s *scanner) endStmt() {
 		s.lastInsertID = false
 		s.flag(FlagLastInsertIDArg) // LAST_INSERT_ID( cut off: assume the worst
 	}
-	if s.st.kw == kwKill {
+	switch s.st.kw {
+	case kwKill:
 		s.endKill()
+	case kwSet:
+		s.flushTarget()
 	}
 	s.st = stmt{}
 	s.prev1, s.prev2 = tag{}, tag{}
@@ -179,8 +247,14 @@ func (s *scanner) anywhere(t token) {
 		switch t.kw {
 		case kwWarningCount, kwErrorCount:
 			s.flag(FlagDiagnostics)
-		case kwInsertID, kwLastInsertID, kwIdentity:
-			s.flag(FlagInsertIDVar)
+		case kwLastInsertID, kwIdentity:
+			if !s.atSetTarget() {
+				s.flag(FlagLastInsertIDRead)
+			}
+		case kwPseudoThreadID:
+			if !s.atSetTarget() {
+				s.flag(FlagConnectionID) // what CONNECTION_ID() returns
+			}
 		}
 	case tokWord:
 		switch t.kw {
@@ -188,16 +262,24 @@ func (s *scanner) anywhere(t token) {
 			s.flag(FlagCalcFoundRows)
 		case kwNowait:
 			s.flag(FlagStatementTimeout)
+		case kwFrom, kwJoin:
+			s.flag(FlagFrom)
 		case kwFor:
 			if s.prev1.isWord(kwValue) && (s.prev2.isWord(kwNext) || s.prev2.isWord(kwPrevious)) {
 				s.flag(FlagSequence)
 			}
 		}
 	case tokPunct:
-		if t.b == '(' && (s.prev1.kind == tokWord || s.prev1.kind == tokQuotedIdent) {
+		if t.b == '(' && s.prev1.isName() {
 			s.call(s.prev1.kw)
 		}
 	}
+}
+
+// atSetTarget reports whether the current token is where a SET expects the name of
+// the variable it assigns.
+func (s *scanner) atSetTarget() bool {
+	return s.st.started && s.st.kw == kwSet && s.st.sub == setTarget
 }
 
 // call handles a call of the function named kw. Quoted names count too: the server
@@ -216,6 +298,8 @@ func (s *scanner) call(kw keyword) {
 		s.flag(FlagRowCount)
 	case kwNextval, kwLastval, kwSetval:
 		s.flag(FlagSequence)
+	case kwConnectionID:
+		s.flag(FlagConnectionID)
 	}
 }
 
@@ -262,5 +346,9 @@ func (s *scanner) statement(t token) {
 		}
 	case kwBackup:
 		s.backup(t)
+	case kwCommit, kwRollback:
+		s.endTransaction(t)
+	case kwXA:
+		s.xa(t)
 	}
 }

@@ -18,13 +18,13 @@ type scanCase struct {
 
 var scanCases = []scanCase{
 	// Kinds.
-	{q: "SELECT c FROM sbtest1 WHERE id=4242", kind: sqlscan.KindSelect},
+	{q: "SELECT c FROM sbtest1 WHERE id=4242", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 	{q: "  /* hi */ select 1", kind: sqlscan.KindSelect},
 	{q: "\n\t-- c\n# d\nSELECT 1", kind: sqlscan.KindSelect},
 	{q: "((SELECT 1)) UNION (SELECT 2)", kind: sqlscan.KindSelect},
 	{q: "insert into t values (1)", kind: sqlscan.KindInsert},
 	{q: "UPDATE t SET a=1", kind: sqlscan.KindUpdate},
-	{q: "DELETE FROM t WHERE a=1", kind: sqlscan.KindDelete},
+	{q: "DELETE FROM t WHERE a=1", kind: sqlscan.KindDelete, flags: sqlscan.FlagFrom},
 	{q: "REPLACE INTO t VALUES (1)", kind: sqlscan.KindReplace},
 	{q: "SET NAMES utf8mb4", kind: sqlscan.KindSet},
 	{q: "SET autocommit=0", kind: sqlscan.KindSet},
@@ -51,7 +51,7 @@ var scanCases = []scanCase{
 	{q: "LOAD DATA INFILE '/tmp/x' INTO TABLE t", kind: sqlscan.KindLoad},
 	{q: "LOAD INDEX INTO CACHE t", kind: sqlscan.KindLoad},
 	{q: "CALL p(1)", kind: sqlscan.KindCall},
-	{q: "PREPARE s FROM 'SELECT 1'", kind: sqlscan.KindPrepare, flags: sqlscan.FlagSQLPrepare},
+	{q: "PREPARE s FROM 'SELECT 1'", kind: sqlscan.KindPrepare, flags: sqlscan.FlagSQLPrepare | sqlscan.FlagFrom},
 	{q: "EXECUTE s USING @a", kind: sqlscan.KindExecute, flags: sqlscan.FlagSQLPrepare | sqlscan.FlagUserVar},
 	{q: "EXECUTE IMMEDIATE 'SELECT 1'", kind: sqlscan.KindExecute, flags: sqlscan.FlagSQLPrepare},
 	{q: "DEALLOCATE PREPARE s", kind: sqlscan.KindDeallocate, flags: sqlscan.FlagSQLPrepare},
@@ -67,7 +67,7 @@ var scanCases = []scanCase{
 	{q: "DROP TABLE t", kind: sqlscan.KindDrop},
 	{q: "DROP TABLE temporary", kind: sqlscan.KindDrop},
 	{q: "ALTER TABLE t ADD c int", kind: sqlscan.KindAlter},
-	{q: "WITH c AS (SELECT 1) SELECT * FROM c", kind: sqlscan.KindWith},
+	{q: "WITH c AS (SELECT 1) SELECT * FROM c", kind: sqlscan.KindWith, flags: sqlscan.FlagFrom},
 	{q: "DO SLEEP(1)", kind: sqlscan.KindDo},
 	{q: "VALUES ROW(1,2)", kind: sqlscan.KindValues},
 	{q: "TABLE t", kind: sqlscan.KindTable},
@@ -93,7 +93,7 @@ var scanCases = []scanCase{
 	{q: `SELECT @"x"`, kind: sqlscan.KindSelect, flags: sqlscan.FlagUserVar},
 	{q: "SELECT @`x`", kind: sqlscan.KindSelect, flags: sqlscan.FlagUserVar},
 	{q: "SET @a := 1", kind: sqlscan.KindSet, flags: sqlscan.FlagUserVar},
-	{q: "SELECT a INTO @a FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagUserVar},
+	{q: "SELECT a INTO @a FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagUserVar | sqlscan.FlagFrom},
 	{q: "/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE */", kind: sqlscan.KindSet, flags: sqlscan.FlagUserVar},
 	{q: "SELECT 1 --@x", kind: sqlscan.KindSelect, flags: sqlscan.FlagUserVar},
 	{q: "SELECT 1--@x", kind: sqlscan.KindSelect, flags: sqlscan.FlagUserVar},
@@ -128,7 +128,7 @@ var scanCases = []scanCase{
 	{q: "create or replace temporary table t (a int)", kind: sqlscan.KindCreate, flags: sqlscan.FlagTempTable},
 	{q: "DROP TEMPORARY TABLE IF EXISTS t", kind: sqlscan.KindDrop, flags: sqlscan.FlagTempTable},
 	{q: "CREATE TABLE temporary_x (a int)", kind: sqlscan.KindCreate},
-	{q: "CREATE OR REPLACE VIEW v AS SELECT temporary FROM t", kind: sqlscan.KindCreate},
+	{q: "CREATE OR REPLACE VIEW v AS SELECT temporary FROM t", kind: sqlscan.KindCreate, flags: sqlscan.FlagFrom},
 
 	// FlagLockTables / FlagUnlockTables beyond LOCK and UNLOCK.
 	{q: "FLUSH TABLES WITH READ LOCK", kind: sqlscan.KindFlush, flags: sqlscan.FlagLockTables},
@@ -137,9 +137,9 @@ var scanCases = []scanCase{
 	{q: "BACKUP LOCK t", kind: sqlscan.KindLock, flags: sqlscan.FlagLockTables},
 	{q: "BACKUP UNLOCK", kind: sqlscan.KindUnlock, flags: sqlscan.FlagUnlockTables},
 	{q: "BACKUP STAGE START", kind: sqlscan.KindOther, flags: sqlscan.FlagLockTables},
-	{q: "SELECT * FROM t FOR UPDATE", kind: sqlscan.KindSelect},
-	{q: "SELECT * FROM t LOCK IN SHARE MODE", kind: sqlscan.KindSelect},
-	{q: "SELECT * FROM t WITH READ LOCK", kind: sqlscan.KindSelect},
+	{q: "SELECT * FROM t FOR UPDATE", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
+	{q: "SELECT * FROM t LOCK IN SHARE MODE", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
+	{q: "SELECT * FROM t WITH READ LOCK", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 
 	// FlagGetLock / FlagReleaseLock.
 	{q: "SELECT GET_LOCK('a', 10)", kind: sqlscan.KindSelect, flags: sqlscan.FlagGetLock},
@@ -149,7 +149,7 @@ var scanCases = []scanCase{
 	{q: "DO GET_LOCK('a', 0)", kind: sqlscan.KindDo, flags: sqlscan.FlagGetLock},
 	{q: "SELECT IS_FREE_LOCK('a'), IS_USED_LOCK('a')", kind: sqlscan.KindSelect},
 	{q: "SELECT 'GET_LOCK(1)'", kind: sqlscan.KindSelect},
-	{q: "SELECT get_lock FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT get_lock FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 	{q: "SELECT db.get_lock('a',1)", kind: sqlscan.KindSelect},
 	{q: "SELECT my_get_lock('a')", kind: sqlscan.KindSelect},
 	{q: "SELECT RELEASE_LOCK('a')", kind: sqlscan.KindSelect, flags: sqlscan.FlagReleaseLock},
@@ -157,12 +157,12 @@ var scanCases = []scanCase{
 	{q: "SELECT release_lock", kind: sqlscan.KindSelect},
 
 	// FlagCalcFoundRows / FlagFoundRows / FlagRowCount.
-	{q: "SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1", kind: sqlscan.KindSelect, flags: sqlscan.FlagCalcFoundRows},
+	{q: "SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1", kind: sqlscan.KindSelect, flags: sqlscan.FlagCalcFoundRows | sqlscan.FlagFrom},
 	{q: "SELECT 'SQL_CALC_FOUND_ROWS'", kind: sqlscan.KindSelect},
 	{q: "SELECT FOUND_ROWS()", kind: sqlscan.KindSelect, flags: sqlscan.FlagFoundRows},
-	{q: "SELECT found_rows FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT found_rows FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 	{q: "SELECT ROW_COUNT()", kind: sqlscan.KindSelect, flags: sqlscan.FlagRowCount},
-	{q: "SELECT row_count FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT row_count FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 
 	// FlagSetTransaction.
 	{q: "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", kind: sqlscan.KindSet, flags: sqlscan.FlagSetTransaction},
@@ -172,7 +172,7 @@ var scanCases = []scanCase{
 	{q: "SET GLOBAL TRANSACTION READ WRITE", kind: sqlscan.KindSet},
 	{q: "SET LOCAL TRANSACTION READ ONLY", kind: sqlscan.KindSet},
 	{q: "SET /*!80000 SESSION */ TRANSACTION READ ONLY", kind: sqlscan.KindSet},
-	{q: "SET @@transaction_isolation = 'READ-COMMITTED'", kind: sqlscan.KindSet},
+	{q: "SET @@transaction_isolation = 'READ-COMMITTED'", kind: sqlscan.KindSet, flags: sqlscan.FlagSetTransaction},
 	{q: "SET transaction_isolation='READ-COMMITTED'", kind: sqlscan.KindSet},
 
 	// FlagLoadLocal.
@@ -189,7 +189,7 @@ var scanCases = []scanCase{
 	{q: "SELECT LAST_INSERT_ID(5)", kind: sqlscan.KindSelect, flags: sqlscan.FlagLastInsertIDArg},
 	{q: "UPDATE t SET id = LAST_INSERT_ID(id + 1)", kind: sqlscan.KindUpdate, flags: sqlscan.FlagLastInsertIDArg},
 	{q: "SELECT LAST_INSERT_ID(", kind: sqlscan.KindSelect, flags: sqlscan.FlagLastInsertIDArg},
-	{q: "SELECT last_insert_id FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT last_insert_id FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 
 	// FlagDiagnostics.
 	{q: "SHOW WARNINGS", kind: sqlscan.KindShow, flags: sqlscan.FlagDiagnostics},
@@ -202,30 +202,30 @@ var scanCases = []scanCase{
 	{q: "SELECT @@warning_count", kind: sqlscan.KindSelect, flags: sqlscan.FlagDiagnostics},
 	{q: "SELECT @@session.error_count", kind: sqlscan.KindSelect, flags: sqlscan.FlagDiagnostics},
 	{q: "SELECT @@LOCAL.Warning_Count", kind: sqlscan.KindSelect, flags: sqlscan.FlagDiagnostics},
-	{q: "SHOW TABLES FROM warnings", kind: sqlscan.KindShow},
+	{q: "SHOW TABLES FROM warnings", kind: sqlscan.KindShow, flags: sqlscan.FlagFrom},
 	{q: "SHOW VARIABLES LIKE 'warning_count'", kind: sqlscan.KindShow},
-	{q: "SELECT warning_count FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT warning_count FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 	{q: "GET diagnostics_table", kind: sqlscan.KindOther},
 
 	// FlagInsertIDVar.
 	{q: "SET insert_id = 5", kind: sqlscan.KindSet, flags: sqlscan.FlagInsertIDVar},
 	{q: "SET SESSION insert_id=5", kind: sqlscan.KindSet, flags: sqlscan.FlagInsertIDVar},
 	{q: "SET @@insert_id=5", kind: sqlscan.KindSet, flags: sqlscan.FlagInsertIDVar},
-	{q: "SET @@session.last_insert_id = 5", kind: sqlscan.KindSet, flags: sqlscan.FlagInsertIDVar},
-	{q: "SET sql_mode='', identity=7", kind: sqlscan.KindSet, flags: sqlscan.FlagInsertIDVar},
+	{q: "SET @@session.last_insert_id = 5", kind: sqlscan.KindSet, flags: sqlscan.FlagLastInsertIDSet},
+	{q: "SET sql_mode='', identity=7", kind: sqlscan.KindSet, flags: sqlscan.FlagLastInsertIDSet},
 	{q: "SET @x=1, insert_id=7", kind: sqlscan.KindSet, flags: sqlscan.FlagInsertIDVar | sqlscan.FlagUserVar},
 	{q: "SET `insert_id` = 1", kind: sqlscan.KindSet, flags: sqlscan.FlagInsertIDVar},
-	{q: "SELECT @@identity", kind: sqlscan.KindSelect, flags: sqlscan.FlagInsertIDVar},
+	{q: "SELECT @@identity", kind: sqlscan.KindSelect, flags: sqlscan.FlagLastInsertIDRead},
 	{q: "UPDATE t SET insert_id=5", kind: sqlscan.KindUpdate},
-	{q: "SELECT insert_id FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT insert_id FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 	{q: "SET sql_mode = insert_id", kind: sqlscan.KindSet},
 	{q: "SET x = IF(a, b, insert_id)", kind: sqlscan.KindSet},
-	{q: "SET STATEMENT max_statement_time=1 FOR SELECT a, insert_id FROM t", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement},
-	{q: "SELECT v FROM t WHERE id = 1 FOR UPDATE NOWAIT", kind: sqlscan.KindSelect, flags: sqlscan.FlagStatementTimeout},
-	{q: "select v from t for update wait 3", kind: sqlscan.KindSelect, flags: sqlscan.FlagStatementTimeout},
+	{q: "SET STATEMENT max_statement_time=1 FOR SELECT a, insert_id FROM t", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement | sqlscan.FlagFrom},
+	{q: "SELECT v FROM t WHERE id = 1 FOR UPDATE NOWAIT", kind: sqlscan.KindSelect, flags: sqlscan.FlagStatementTimeout | sqlscan.FlagFrom},
+	{q: "select v from t for update wait 3", kind: sqlscan.KindSelect, flags: sqlscan.FlagStatementTimeout | sqlscan.FlagFrom},
 	{q: "LOCK TABLES t WRITE WAIT 5", kind: sqlscan.KindLock, flags: sqlscan.FlagLockTables | sqlscan.FlagStatementTimeout},
-	{q: "SELECT wait FROM t", kind: sqlscan.KindSelect},
-	{q: "SELECT wait, 3 FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT wait FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
+	{q: "SELECT wait, 3 FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 
 	// FlagSessionTrackVar.
 	{q: "SET session_track_schema=OFF", kind: sqlscan.KindSet, flags: sqlscan.FlagSessionTrackVar},
@@ -244,12 +244,85 @@ var scanCases = []scanCase{
 	{q: "SELECT NEXT VALUE FOR s", kind: sqlscan.KindSelect, flags: sqlscan.FlagSequence},
 	{q: "select previous /* c */ value for s", kind: sqlscan.KindSelect, flags: sqlscan.FlagSequence},
 	{q: "INSERT INTO t VALUES (NEXT VALUE FOR s1)", kind: sqlscan.KindInsert, flags: sqlscan.FlagSequence},
-	{q: "SELECT next, value FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT next, value FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 	{q: "SELECT 'NEXT VALUE FOR s'", kind: sqlscan.KindSelect},
-	{q: "SELECT nextval FROM t", kind: sqlscan.KindSelect},
+	{q: "SELECT nextval FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
 
 	// FlagKillUnsupported (more in TestKill).
 	{q: "KILL USER bob", kind: sqlscan.KindKill, flags: sqlscan.FlagKillUnsupported},
+
+	// FlagRole.
+	{q: "SET ROLE admin", kind: sqlscan.KindSet, flags: sqlscan.FlagRole},
+	{q: "set role none", kind: sqlscan.KindSet, flags: sqlscan.FlagRole},
+	{q: "SET DEFAULT ROLE admin FOR bob", kind: sqlscan.KindSet},
+	{q: "SET x = 'role'", kind: sqlscan.KindSet},
+
+	// FlagSetTransaction through @@ without a scope.
+	{q: "SET @@tx_isolation = 'READ-COMMITTED'", kind: sqlscan.KindSet, flags: sqlscan.FlagSetTransaction},
+	{q: "set @@TX_READ_ONLY=1", kind: sqlscan.KindSet, flags: sqlscan.FlagSetTransaction},
+	{q: "SET @@transaction_read_only = 0", kind: sqlscan.KindSet, flags: sqlscan.FlagSetTransaction},
+	{q: "SET autocommit=0, @@`tx_isolation`='SERIALIZABLE'", kind: sqlscan.KindSet, flags: sqlscan.FlagSetTransaction},
+	{q: "SET @@session.tx_isolation = 'READ-COMMITTED'", kind: sqlscan.KindSet},
+	{q: "SET @@LOCAL.transaction_isolation = 'READ-COMMITTED'", kind: sqlscan.KindSet},
+	{q: "SET @@global.tx_read_only = 1", kind: sqlscan.KindSet},
+	{q: "SET tx_isolation = 'READ-COMMITTED'", kind: sqlscan.KindSet},
+	{q: "SET SESSION transaction_read_only = 1", kind: sqlscan.KindSet},
+	{q: "SELECT @@tx_isolation", kind: sqlscan.KindSelect},
+	{q: "SET x = @@tx_isolation", kind: sqlscan.KindSet},
+
+	// The insert id flags.
+	{q: "SELECT @@insert_id", kind: sqlscan.KindSelect},
+	{q: "SELECT @@session.insert_id", kind: sqlscan.KindSelect},
+	{q: "SET last_insert_id = 5", kind: sqlscan.KindSet, flags: sqlscan.FlagLastInsertIDSet},
+	{q: "SET @@identity=3", kind: sqlscan.KindSet, flags: sqlscan.FlagLastInsertIDSet},
+	{q: "SET SESSION identity = 3, insert_id = 4", kind: sqlscan.KindSet, flags: sqlscan.FlagLastInsertIDSet | sqlscan.FlagInsertIDVar},
+	{q: "SELECT @@last_insert_id", kind: sqlscan.KindSelect, flags: sqlscan.FlagLastInsertIDRead},
+	{q: "SELECT @@LOCAL.identity + 1", kind: sqlscan.KindSelect, flags: sqlscan.FlagLastInsertIDRead},
+	{q: "SET x = @@last_insert_id", kind: sqlscan.KindSet, flags: sqlscan.FlagLastInsertIDRead},
+	{q: "SET @@last_insert_id = @@identity", kind: sqlscan.KindSet, flags: sqlscan.FlagLastInsertIDSet | sqlscan.FlagLastInsertIDRead},
+
+	// FlagConnectionID.
+	{q: "SELECT CONNECTION_ID()", kind: sqlscan.KindSelect, flags: sqlscan.FlagConnectionID},
+	{q: "DO connection_id ( )", kind: sqlscan.KindDo, flags: sqlscan.FlagConnectionID},
+	{q: "SELECT `CONNECTION_ID`()", kind: sqlscan.KindSelect, flags: sqlscan.FlagConnectionID},
+	{q: "SELECT @@pseudo_thread_id, @@session.PSEUDO_THREAD_ID", kind: sqlscan.KindSelect, flags: sqlscan.FlagConnectionID},
+	{q: "SET pseudo_thread_id = 5", kind: sqlscan.KindSet},
+	{q: "SELECT db.connection_id()", kind: sqlscan.KindSelect},
+	{q: "SELECT connection_id", kind: sqlscan.KindSelect},
+
+	// FlagRelease / FlagNoRelease.
+	{q: "COMMIT RELEASE", kind: sqlscan.KindCommit, flags: sqlscan.FlagRelease},
+	{q: "commit work and no chain release", kind: sqlscan.KindCommit, flags: sqlscan.FlagRelease},
+	{q: "ROLLBACK AND CHAIN RELEASE", kind: sqlscan.KindRollback, flags: sqlscan.FlagRelease},
+	{q: "COMMIT NO RELEASE", kind: sqlscan.KindCommit, flags: sqlscan.FlagNoRelease},
+	{q: "ROLLBACK WORK AND NO CHAIN NO RELEASE", kind: sqlscan.KindRollback, flags: sqlscan.FlagNoRelease},
+	{q: "COMMIT /* RELEASE */", kind: sqlscan.KindCommit},
+	{q: "ROLLBACK TO SAVEPOINT s", kind: sqlscan.KindRollback},
+	{q: "ROLLBACK WORK TO `release`", kind: sqlscan.KindRollback},
+	{q: "RELEASE SAVEPOINT s", kind: sqlscan.KindRelease},
+	{q: "SELECT 1; COMMIT RELEASE", kind: sqlscan.KindSelect, multi: true},
+
+	// FlagFrom.
+	{q: "SELECT 1 FROM DUAL", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
+	{q: "select a from t join u using (a)", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
+	{q: "UPDATE t JOIN u ON t.a = u.a SET t.b = 1", kind: sqlscan.KindUpdate, flags: sqlscan.FlagFrom},
+	{q: "SELECT 'FROM', `join`, t.from /* FROM */ -- JOIN", kind: sqlscan.KindSelect},
+	{q: "SELECT 1; SELECT * FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom, multi: true},
+
+	// SET STATEMENT: the list is scoped, the statement after FOR is scanned as one.
+	{q: "SET STATEMENT max_statement_time=10 FOR LOCK TABLES t READ", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement | sqlscan.FlagLockTables},
+	{q: "SET STATEMENT max_statement_time=10 FOR SELECT GET_LOCK('a', 0)", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement | sqlscan.FlagGetLock},
+	{q: "SET STATEMENT a=1, insert_id=2, b=(SELECT 1 FOR UPDATE) FOR SELECT 1", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement},
+	{q: "SET STATEMENT session_track_schema=0 FOR SELECT 1", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement | sqlscan.FlagSessionTrackVar},
+	{q: "SET STATEMENT a=1 FOR SET @@tx_isolation='SERIALIZABLE', insert_id=1", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement | sqlscan.FlagSetTransaction | sqlscan.FlagInsertIDVar},
+	{q: "SET STATEMENT a=1 FOR SET STATEMENT b=2 FOR CREATE TEMPORARY TABLE t (a int)", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement | sqlscan.FlagTempTable},
+	{q: "SET STATEMENT a=1 FOR COMMIT RELEASE", kind: sqlscan.KindSet, flags: sqlscan.FlagSetStatement | sqlscan.FlagRelease},
+	{q: "SET PASSWORD FOR bob = PASSWORD('x')", kind: sqlscan.KindSet},
+
+	// Identifiers that start with digits, numbers, and literals with a prefix.
+	{q: "SELECT 1e5, 1.5e-3, .5, 0x1F, 0b101, 1abc, 0x1g FROM t", kind: sqlscan.KindSelect, flags: sqlscan.FlagFrom},
+	{q: "SELECT 1get_lock('a', 1)", kind: sqlscan.KindSelect},
+	{q: "SELECT N'@x', X'41', b'1', _utf8mb4'@y'", kind: sqlscan.KindSelect},
 
 	// Multi, and flags from statements after the first.
 	{q: "SELECT 1;", kind: sqlscan.KindSelect},
@@ -292,7 +365,7 @@ func TestScanCoverage(t *testing.T) {
 			t.Errorf("no case of %v", k)
 		}
 	}
-	for f := sqlscan.Flags(1); f <= sqlscan.FlagKillUnsupported; f <<= 1 {
+	for f := sqlscan.Flags(1); f <= sqlscan.FlagFrom; f <<= 1 {
 		if flags&f == 0 {
 			t.Errorf("no case of %v", f)
 		}
@@ -507,7 +580,7 @@ func TestStrings(t *testing.T) {
 }
 
 func TestStateful(t *testing.T) {
-	for f := sqlscan.Flags(1); f <= sqlscan.FlagKillUnsupported; f <<= 1 {
+	for f := sqlscan.Flags(1); f <= sqlscan.FlagFrom; f <<= 1 {
 		want := false
 		switch f {
 		case sqlscan.FlagUserVar, sqlscan.FlagTempTable, sqlscan.FlagGetLock, sqlscan.FlagSQLPrepare,

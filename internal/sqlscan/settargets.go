@@ -4,54 +4,58 @@ package sqlscan
 // statement of q assigns when it is a SET: "sql_mode" for SET sql_mode = ...,
 // SET SESSION sql_mode = ... and SET @@session.sql_mode = .... Global and
 // persisted assignments, user variables and the special forms (SET NAMES,
-// SET CHARACTER SET, SET PASSWORD, SET TRANSACTION, SET ROLE, SET STATEMENT)
-// are not reported. The name is a sub-slice of q, without backquotes. Unlike
-// Scan it is meant for the rare SET whose effect the server did not fully
-// report, so it may be called with a closure that allocates.
+// SET CHARACTER SET, SET PASSWORD, SET TRANSACTION, SET ROLE, SET DEFAULT ROLE)
+// are not reported, nor are the variables of SET STATEMENT ... FOR, which last for
+// that statement only; if that statement is itself a SET, its targets are reported.
+// The name is a sub-slice of q, without backquotes; a structured variable
+// (SET keycache.key_buffer_size, SET @@component.name) is reported as typed after
+// the scope. Unlike Scan it is meant for the rare SET whose effect the server did not
+// fully report, so it may be called with a closure that allocates. It is
+// SetTargetsMode for the zero Mode.
 func SetTargets(q []byte, fn func(name []byte)) {
-	s := scanner{lx: lexer{q: q}, onSetVar: fn}
+	SetTargetsMode(q, Mode{}, func(name []byte, _ bool) { fn(name) })
+}
+
+// SetTargetsMode is SetTargets lexed per m, and it also tells whether each target is assigned
+// exactly the keyword DEFAULT (`SET x = DEFAULT`, `SET @@session.x := default`), or
+// timestamp the number 0, which also gives it its default (the clock runs). For
+// `SET STATEMENT a=1, b=2 FOR <stmt>` the scoped a and b are NOT reported; if <stmt> is itself a
+// SET, its targets are reported (they last beyond the statement). Everything else SetTargets
+// documents (global/persisted targets, user variables and special forms not reported) holds.
+func SetTargetsMode(q []byte, m Mode, fn func(name []byte, isDefault bool)) {
+	s := scanner{onSetVar: fn}
+	s.lx.init(q, m)
+	s.firstStatement()
+}
+
+// StatementVars calls fn with each variable of a first-statement `SET STATEMENT v1=..., v2=... FOR ...`
+// (names without @@/scope/backquotes), and nothing for other statements. The variables
+// of a SET STATEMENT nested in the FOR part are reported too, as they are scoped alike.
+func StatementVars(q []byte, m Mode, fn func(name []byte)) {
+	s := scanner{onStmtVar: fn}
+	s.lx.init(q, m)
+	s.firstStatement()
+}
+
+// firstStatement runs the scanner over the first statement of its text only.
+func (s *scanner) firstStatement() {
 	for s.nstmt == 0 {
 		t := s.lx.next()
 		if t.kind == tokEOF {
-			break
+			s.endStmt()
+			return
 		}
 		s.token(t)
 	}
 }
 
-// reportSetVar hands an assigned variable to onSetVar unless it is global or
-// one of SET's special forms.
-func (s *scanner) reportSetVar(t token) {
-	q := s.lx.q
-	var name []byte
-	global := s.st.global
-	switch t.kind {
-	case tokWord:
-		name = q[t.start:t.end]
-		for _, special := range []string{"names", "character", "charset", "password", "transaction", "role", "default", "statement"} {
-			if equalFold(name, special) {
-				return
-			}
+// isSpecialSetWord reports whether a SET target is one of SET's special forms rather
+// than a variable.
+func isSpecialSetWord(name []byte) bool {
+	for _, special := range []string{"names", "character", "charset", "password", "transaction", "role", "default", "statement"} {
+		if equalFold(name, special) {
+			return true
 		}
-	case tokQuotedIdent:
-		name = q[t.start+1 : t.end-1]
-	case tokSysVar:
-		// @@name or @@scope.name: the scope in the token wins.
-		n0, n1, end := namePart(q, t.start+2)
-		if end < len(q) && q[end] == '.' {
-			scope := lookup(q[n0:n1])
-			if isScope(scope) {
-				global = scope != kwSession && scope != kwLocal
-				n0, n1, _ = namePart(q, end+1)
-			}
-		} else {
-			global = false
-		}
-		name = q[n0:n1]
-	default:
-		return
 	}
-	if !global && len(name) > 0 {
-		s.onSetVar(name)
-	}
+	return false
 }

@@ -59,6 +59,9 @@ func (s *scanner) begin(t token) {
 	case kwXA:
 		s.setKind(KindXA)
 		s.flag(FlagXA)
+		if s.nstmt == 0 {
+			s.info.XA = XAOther // until the next word says more
+		}
 	case kwHandler:
 		s.setKind(KindHandler)
 		s.flag(FlagHandler)
@@ -92,17 +95,33 @@ func (s *scanner) begin(t token) {
 	}
 }
 
-// SET states: whether the next token is the target of an assignment.
+// SET states: where the current token stands in the list of assignments.
 const (
-	setValue  uint8 = iota // inside an assigned expression
-	setTarget              // after SET or a top-level ','
-	setDone                // after SET STATEMENT ... FOR: the rest is another statement
+	setTarget uint8 = iota // after SET or a top-level ',': a target, or a scope word
+	setName                // after a target: '.', '=' or ':=' may follow
+	setComp                // after "target .": the name of component.name
+	setColon               // after the ':' of ":="
+	setFirst               // the first token of a value
+	setValue               // the rest of a value
 )
 
-// set finds SET TRANSACTION and the variables a SET assigns. Targets are the first
-// name after SET or after a ',' outside parentheses, past any scope word.
+// set finds SET TRANSACTION, SET ROLE, SET STATEMENT and the variables a SET assigns.
+// Targets are the first name after SET or after a ',' outside parentheses, past any
+// scope word. After SET STATEMENT's list, FOR starts a statement of its own, which is
+// scanned as such (its SET targets, locks, KILL, XA and all).
 func (s *scanner) set(t token) {
 	st := &s.st
+	if st.n == 1 {
+		switch {
+		case t.isWord(kwTransaction):
+			s.flag(FlagSetTransaction)
+		case t.isWord(kwRole):
+			s.flag(FlagRole)
+		case t.isWord(kwStatement):
+			st.stmtVars = true
+			return
+		}
+	}
 	switch {
 	case t.isPunct('('):
 		st.depth++
@@ -110,9 +129,6 @@ func (s *scanner) set(t token) {
 		if st.depth > 0 {
 			st.depth--
 		}
-	}
-	if st.n == 1 && t.isWord(kwTransaction) {
-		s.flag(FlagSetTransaction)
 	}
 	switch st.sub {
 	case setTarget:
@@ -122,35 +138,201 @@ func (s *scanner) set(t token) {
 			st.global = t.kw != kwSession && t.kw != kwLocal
 			return
 		}
-		if t.kind == tokWord || t.kind == tokQuotedIdent || t.kind == tokSysVar {
-			s.setVar(t)
+		s.target(t)
+	case setName:
+		switch {
+		case t.isPunct('.'):
+			st.sub = setComp
+		case t.isPunct('='):
+			st.sub = setFirst
+		case t.isPunct(':'):
+			st.sub = setColon
+		default:
+			st.sub = setValue // SET NAMES utf8, SET PASSWORD FOR ..., ...
+			s.value(t)
 		}
-		st.sub = setValue
-	case setValue:
-		if st.depth > 0 {
+	case setComp:
+		if t.isName() {
+			st.pendStart, st.pendEnd = st.pendRaw, t.end // keycache.key_buffer_size
+			st.sub = setName
 			return
 		}
-		if t.isPunct(',') {
+		st.sub = setValue
+		s.value(t)
+	case setColon:
+		if t.isPunct('=') {
+			st.sub = setFirst
+			return
+		}
+		st.sub = setValue
+		s.value(t)
+	case setFirst:
+		st.sub = setValue
+		if t.isWord(kwDefault) || t.kind == tokNumber && st.pend &&
+			string(s.lx.q[t.start:t.end]) == "0" && equalFold(s.lx.q[st.pendStart:st.pendEnd], "timestamp") {
+			// SET timestamp = 0 gives it its default too: the clock runs.
+			st.pendDefault = true
+			return
+		}
+		s.value(t)
+	case setValue:
+		s.value(t)
+	}
+}
+
+// value handles a token of an assigned value: a ',' outside parentheses ends it and
+// opens the next assignment, and SET STATEMENT's FOR ends the list.
+func (s *scanner) value(t token) {
+	st := &s.st
+	if st.depth == 0 {
+		switch {
+		case t.isPunct(','):
+			s.flushTarget()
 			st.sub = setTarget
-		} else if t.isWord(kwFor) {
-			st.sub = setDone
+			return
+		case st.stmtVars && t.isWord(kwFor):
+			s.flushTarget()
 			s.flag(FlagSetStatement)
+			s.st = stmt{inner: true}
+			return
+		}
+	}
+	st.pendDefault = false
+}
+
+// target inspects the name of an assigned variable and, for SetTargetsMode and
+// StatementVars, remembers it until its value ends.
+func (s *scanner) target(t token) {
+	st := &s.st
+	st.sub = setName
+	st.pend, st.pendDefault = false, false
+	switch t.kind {
+	case tokWord, tokQuotedIdent, tokSysVar:
+	case tokUserVar:
+		return // SET @x = ...
+	default:
+		st.sub = setValue
+		return
+	}
+	if st.stmtVars {
+		// Scoped to the statement; only a tracking variable matters, as it
+		// changes what the backend reports about that statement.
+		if t.track() {
+			s.flag(FlagSessionTrackVar)
+		}
+	} else {
+		s.setVar(t)
+	}
+	if s.nstmt != 0 || st.stmtVars && s.onStmtVar == nil || !st.stmtVars && s.onSetVar == nil {
+		return
+	}
+	q := s.lx.q
+	global := st.global
+	var n0, n1, raw int
+	switch t.kind {
+	case tokWord:
+		if !st.stmtVars && isSpecialSetWord(q[t.start:t.end]) {
+			return
+		}
+		n0, n1, raw = t.start, t.end, t.start
+	case tokQuotedIdent:
+		end, content := s.lx.quotedEnd(t.start, q[t.start])
+		if content == end {
+			return // unterminated
+		}
+		n0, n1, raw = t.start+1, content, t.start
+	case tokSysVar:
+		// @@name or @@scope.name: the scope in the token wins.
+		v := s.lx.sysVarParts(t.start)
+		global = v.scope != kwNone && v.scope != kwSession && v.scope != kwLocal
+		n0, n1, raw = v.name0, v.name1, v.raw0
+		if v.parts > 2 || v.parts == 2 && v.scope == kwNone {
+			n0, n1 = v.raw0, v.end // @@component.name: as typed
+		}
+	}
+	st.pend, st.pendGlobal = true, global
+	st.pendStart, st.pendEnd, st.pendRaw = n0, n1, raw
+}
+
+// flushTarget reports the remembered target once its value has ended.
+func (s *scanner) flushTarget() {
+	st := &s.st
+	if !st.pend {
+		return
+	}
+	st.pend = false
+	name := s.lx.q[st.pendStart:st.pendEnd]
+	switch {
+	case len(name) == 0:
+	case st.stmtVars:
+		if s.onStmtVar != nil {
+			s.onStmtVar(name)
+		}
+	case !st.pendGlobal && s.onSetVar != nil:
+		s.onSetVar(name, st.pendDefault)
+	}
+}
+
+// setVar sets the flags that the name of an assigned variable calls for.
+func (s *scanner) setVar(t token) {
+	switch t.kw {
+	case kwInsertID:
+		s.flag(FlagInsertIDVar)
+	case kwLastInsertID, kwIdentity:
+		s.flag(FlagLastInsertIDSet)
+	case kwTxIsolation, kwTransactionIsolation, kwTxReadOnly, kwTransactionReadOnly:
+		// SET @@tx_isolation = ... (no scope) is for the next transaction only.
+		if t.kind == tokSysVar && !t.qualified() {
+			s.flag(FlagSetTransaction)
+		}
+	}
+	if t.track() {
+		s.flag(FlagSessionTrackVar)
+	}
+}
+
+// endTransaction finds RELEASE and NO RELEASE in a first statement COMMIT or
+// ROLLBACK, but not in ROLLBACK [WORK] TO [SAVEPOINT] x.
+func (s *scanner) endTransaction(t token) {
+	st := &s.st
+	if s.nstmt != 0 || st.sub != 0 || t.kind != tokWord {
+		return
+	}
+	switch {
+	case t.kw == kwTo && st.kw == kwRollback && (st.n == 1 || st.n == 2 && s.prev1.isWord(kwWork)):
+		st.sub = 1
+	case t.kw == kwRelease:
+		if s.prev1.isWord(kwNo) {
+			s.flag(FlagNoRelease)
+		} else {
+			s.flag(FlagRelease)
 		}
 	}
 }
 
-// setVar inspects the name of an assigned variable.
-func (s *scanner) setVar(t token) {
-	if s.onSetVar != nil && s.nstmt == 0 {
-		s.reportSetVar(t)
+// xa finds the kind of a first statement XA from its second word.
+func (s *scanner) xa(t token) {
+	if s.st.n != 1 || s.nstmt != 0 {
+		return
 	}
-	switch t.kw {
-	case kwInsertID, kwLastInsertID, kwIdentity:
-		s.flag(FlagInsertIDVar)
+	k := XAOther
+	if t.kind == tokWord {
+		switch t.kw {
+		case kwStart, kwBegin:
+			k = XAStart
+		case kwEnd:
+			k = XAEnd
+		case kwPrepare:
+			k = XAPrepare
+		case kwCommit:
+			k = XACommit
+		case kwRollback:
+			k = XARollback
+		case kwRecover:
+			k = XARecover
+		}
 	}
-	if t.track {
-		s.flag(FlagSessionTrackVar)
-	}
+	s.info.XA = k
 }
 
 // KILL states, following MariaDB's
@@ -216,10 +398,12 @@ func (s *scanner) killTarget(t token) {
 }
 
 // endKill records the outcome of a KILL statement. Only the first statement's KILL can
-// be answered by the proxy; a later one would reach the backend with a proxy id.
+// be answered by the proxy.
 func (s *scanner) endKill() {
 	st := &s.st
-	if s.nstmt != 0 {
+	if s.nstmt != 0 || st.inner {
+		// A later statement's KILL, or the statement of SET STATEMENT ... FOR
+		// KILL, would reach the backend with a proxy id.
 		s.flag(FlagKillUnsupported)
 		return
 	}

@@ -74,15 +74,17 @@ func (c *Conn) clearSchema(ctx context.Context) error {
 		c.broken = true
 		return err
 	}
-	c.dirty = false
-	c.diagOwner = 0
-	c.clearPrepared()
+	c.forgetSession()
+	// A new login: the account's default roles are active again.
+	c.roleChanged = false
+	c.state.Role = ""
 	c.state.Schema = ""
 	c.state.sum = 0
 	if _, err := c.Exec(ctx, c.p.initSQL()); err != nil {
 		return err
 	}
 	c.state.Vars = append(c.state.Vars[:0], CharsetVars(CharsetOf(cfg.Collation), cfg.Collation)...)
+	c.state.ResultsCollation = cfg.Collation
 	if c.state.MultiStatementsOff {
 		return c.setMultiStatements(ctx, true)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,9 +76,221 @@ type Conn struct {
 	// Release instead of reused.
 	broken bool
 
+	// retire: the connection holds something a reset must not touch (a
+	// prepared XA branch); it is closed on Release, never reused.
+	retire bool
+
+	// liid is what the server's LAST_INSERT_ID() is on this connection, as
+	// far as the proxy knows (liidKnown false: unknown). A session whose
+	// statement reads it first sets it to its own value when they differ.
+	liid      uint64
+	liidKnown bool
+	// pseudoID is the pseudo_thread_id a session set on this connection
+	// so that CONNECTION_ID() reads its id; 0: the server's own thread id.
+	pseudoID uint32
+	// roleChanged: a statement may have changed the active role without
+	// tpproxy learning which (a stored procedure, a multi-statement query).
+	// COM_RESET_CONNECTION keeps the active role (MariaDB 10.11), so reset
+	// sets the account's default one again when roleChanged or State.Role.
+	roleChanged bool
+	// txTrack: session_track_transaction_info is CHARACTERISTICS here, so
+	// OK packets report pending transaction characteristics.
+	txTrack bool
+	// pendingReports: the server owes an OK with session state it changed
+	// after the last statement's OK (it restores the variables of SET
+	// STATEMENT and of NOWAIT/WAIT n after the statement, and reports the
+	// restore with the next OK that reports anything). It is asked for
+	// before the connection serves another session.
+	pendingReports bool
+
 	// stmts are the statements prepared on this connection.
 	stmts stmtList
 	live  liveness
+}
+
+// Retire marks the connection as one that must be closed, not reset or
+// reused, when it is released: it holds a prepared XA branch, which the
+// server keeps for recovery only when its connection disconnects.
+func (c *Conn) Retire() { c.retire = true }
+
+// LastInsertID returns the server's LAST_INSERT_ID() on this connection, if
+// the proxy knows it.
+func (c *Conn) LastInsertID() (uint64, bool) { return c.liid, c.liidKnown }
+
+// SetLastInsertID records the server's LAST_INSERT_ID() on this connection
+// after a statement whose effect on it is known (known false: not known).
+func (c *Conn) SetLastInsertID(v uint64, known bool) { c.liid, c.liidKnown = v, known }
+
+// PrimeLastInsertID makes the server's LAST_INSERT_ID() on this connection
+// v, unless it is known to be v already. asSelect primes with a SELECT,
+// which leaves ROW_COUNT() at -1 (a DO leaves 0), for a session whose
+// previous statement returned rows.
+func (c *Conn) PrimeLastInsertID(ctx context.Context, v uint64, asSelect bool) error {
+	if c.liidKnown && c.liid == v {
+		return nil
+	}
+	verb := "DO "
+	if asSelect {
+		verb = "SELECT "
+	}
+	if err := c.Query(ctx, verb+"LAST_INSERT_ID("+strconv.FormatUint(v, 10)+")", nil); err != nil {
+		return err
+	}
+	c.liid, c.liidKnown = v, true
+	return nil
+}
+
+// ReadLastInsertID asks the server for LAST_INSERT_ID() on this
+// connection and records it.
+func (c *Conn) ReadLastInsertID(ctx context.Context) (uint64, error) {
+	var v uint64
+	err := c.Query(ctx, "SELECT LAST_INSERT_ID()", func(row []byte) error {
+		f, _, err := mysqlwire.LenEncString(row)
+		if err == nil {
+			v, err = strconv.ParseUint(string(f), 10, 64)
+		}
+		return err
+	})
+	if err != nil {
+		c.liidKnown = false
+		return 0, err
+	}
+	c.liid, c.liidKnown = v, true
+	return v, nil
+}
+
+// ErrPseudoThreadID is returned by PrimeConnectionID when the backend
+// account may not set pseudo_thread_id (it needs SUPER or, on MariaDB,
+// BINLOG REPLAY): CONNECTION_ID() then reads the backend thread id.
+var ErrPseudoThreadID = errors.New("pool: the backend account may not set pseudo_thread_id")
+
+// PrimeConnectionID makes CONNECTION_ID() on this connection return id
+// (through pseudo_thread_id), unless it already does.
+func (c *Conn) PrimeConnectionID(ctx context.Context, id uint32) error {
+	if c.pseudoID == id {
+		return nil
+	}
+	if c.p.noPseudoID.Load() {
+		return ErrPseudoThreadID
+	}
+	_, err := c.Exec(ctx, "SET SESSION pseudo_thread_id = "+strconv.FormatUint(uint64(id), 10))
+	var me *mysqlwire.Error
+	if errors.As(err, &me) && (me.Code == erSpecificAccessDenied || me.Code == erAccessDenied) {
+		c.p.noPseudoID.Store(true)
+		return ErrPseudoThreadID
+	}
+	if err != nil {
+		return err
+	}
+	c.pseudoID = id
+	return nil
+}
+
+// Server error codes the pool reacts to.
+const (
+	erAccessDenied         = 1045
+	erSpecificAccessDenied = 1227
+)
+
+// TrackTransactions turns on session_track_transaction_info=CHARACTERISTICS
+// on this connection, so that the server reports pending characteristics
+// (SET TRANSACTION without a scope) in OK packets. It lasts until the
+// connection is reset; the connection is marked dirty.
+func (c *Conn) TrackTransactions(ctx context.Context) (mysqlwire.OK, error) {
+	if c.txTrack {
+		return mysqlwire.OK{}, nil
+	}
+	c.dirty = true
+	ok, err := c.Exec(ctx, "SET SESSION session_track_transaction_info = CHARACTERISTICS")
+	if err == nil {
+		c.txTrack = true
+	}
+	return ok, err
+}
+
+// NotePendingReports records that the server owes a session state report
+// (see pendingReports); Release collects it.
+func (c *Conn) NotePendingReports() { c.pendingReports = true }
+
+// flushReports makes the server send the session state changes it owes,
+// in the OK of a statement that reports a change of its own, so that they
+// do not reach the next session that uses the connection. The changes are
+// restores of values the connection's State already holds.
+func (c *Conn) flushReports(ctx context.Context) error {
+	c.pendingReports = false
+	_, err := c.Exec(ctx, "SET SESSION session_track_schema = ON")
+	return err
+}
+
+// ResultsCollationID returns the collation id the server declares text
+// result columns in, which is that of character_set_results as it holds
+// it (the variable shows only the character set).
+func (c *Conn) ResultsCollationID(ctx context.Context) (uint16, error) {
+	defer c.withDeadline(ctx)()
+	if err := c.command(comQuery, "SELECT ''"); err != nil {
+		return 0, err
+	}
+	p, err := c.r.ReadPacket()
+	if err != nil {
+		c.broken = true
+		return 0, fmt.Errorf("%w: %w", ErrBroken, err)
+	}
+	if mysqlwire.IsERR(p) {
+		return 0, mysqlwire.ParseERR(p)
+	}
+	if n, _, ln := mysqlwire.LenEncInt(p); ln != len(p) || n != 1 {
+		c.broken = true
+		return 0, fmt.Errorf("%w: unexpected answer to a collation probe", ErrBroken)
+	}
+	def, err := c.r.ReadPacket()
+	if err != nil {
+		c.broken = true
+		return 0, fmt.Errorf("%w: %w", ErrBroken, err)
+	}
+	id, ok := columnCharset(def)
+	// The rest: EOF, one row, EOF.
+	for i := 0; i < 3; i++ {
+		if _, err := c.r.ReadPacket(); err != nil {
+			c.broken = true
+			return 0, fmt.Errorf("%w: %w", ErrBroken, err)
+		}
+	}
+	if !ok {
+		return 0, fmt.Errorf("%w: malformed column definition", ErrBroken)
+	}
+	return id, nil
+}
+
+// columnCharset reads the character set (collation id) of a column
+// definition: six length-encoded strings, the fixed-length block's length,
+// then the id.
+func columnCharset(p []byte) (uint16, bool) {
+	for i := 0; i < 6; i++ {
+		_, n, err := mysqlwire.LenEncString(p)
+		if err != nil {
+			return 0, false
+		}
+		p = p[n:]
+	}
+	if len(p) < 3 {
+		return 0, false
+	}
+	return uint16(p[1]) | uint16(p[2])<<8, true
+}
+
+// MarkRoleChanged records that the active role may differ from
+// State().Role, so that a reset restores the account's default roles.
+func (c *Conn) MarkRoleChanged() { c.roleChanged = true }
+
+// TracksTransactions reports whether TrackTransactions is in effect.
+func (c *Conn) TracksTransactions() bool { return c.txTrack }
+
+// ReportTransactions asks the server to report the pending transaction
+// characteristics again (it reports only changes, and not at all after a
+// statement that ended with a result set or an error) and returns the OK
+// that carries them. Only for a connection that TracksTransactions.
+func (c *Conn) ReportTransactions(ctx context.Context) (mysqlwire.OK, error) {
+	return c.Exec(ctx, "SET SESSION session_track_transaction_info = CHARACTERISTICS")
 }
 
 // ThreadID is the server's connection id of this connection (what KILL takes).
@@ -222,6 +435,8 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 		track:    cc.HasCapability(gomysql.CLIENT_SESSION_TRACK),
 		created:  now,
 		lastUsed: now,
+		// A new session's LAST_INSERT_ID() is 0.
+		liidKnown: true,
 	}
 	c.state.FoundRows = foundRows
 	c.live.init(nc)
@@ -241,7 +456,9 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 		return nil, fmt.Errorf("initialise session: %w", err)
 	}
 	c.state.Vars = CharsetVars(CharsetOf(cfg.Collation), cfg.Collation)
+	c.state.ResultsCollation = cfg.Collation
 	p.learnPreparedLimit(ctx, c)
+	p.learnDefaults(ctx, c)
 	_ = nc.SetDeadline(time.Time{})
 	return c, nil
 }
@@ -433,15 +650,45 @@ func (c *Conn) reset(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.dirty = false
-	c.diagOwner = 0
-	c.clearPrepared()
+	c.forgetSession()
 	if _, err = c.Exec(ctx, c.p.initSQL()); err != nil {
 		return err
 	}
+	if c.state.Role != "" || c.roleChanged {
+		// The reset kept the session's roles; give back the account's.
+		if _, err = c.Exec(ctx, "SET ROLE "+c.p.SessionDefaults().Role); err != nil {
+			return err
+		}
+	}
+	c.roleChanged = false
+	c.state.Role = ""
 	c.state.Vars = append(c.state.Vars[:0], CharsetVars(CharsetOf(c.p.cfg.Collation), c.p.cfg.Collation)...)
+	c.state.ResultsCollation = c.p.cfg.Collation
 	c.state.sum = 0
 	return nil
+}
+
+// Reset clears the server session of a connection its acquirer keeps
+// (COM_RESET_CONNECTION, then tracking and the pool's character set).
+func (c *Conn) Reset(ctx context.Context) error {
+	c.p.stats.resets.Add(1)
+	err := c.reset(ctx)
+	if err != nil {
+		c.broken = true
+	}
+	return err
+}
+
+// forgetSession clears what the connection knew of the session state a
+// COM_RESET_CONNECTION or COM_CHANGE_USER just cleared on the server.
+func (c *Conn) forgetSession() {
+	c.dirty = false
+	c.pendingReports = false
+	c.diagOwner = 0
+	c.liid, c.liidKnown = 0, true
+	c.pseudoID = 0
+	c.txTrack = false
+	c.clearPrepared()
 }
 
 // ErrNeedsFreshConn is returned by Sync when the wanted state cannot be
@@ -471,7 +718,15 @@ func (c *Conn) Sync(ctx context.Context, want *State) error {
 			return err
 		}
 		c.state.Vars = append(c.state.Vars[:0], want.Vars...)
+		c.state.ResultsCollation = want.ResultsCollation
 		c.state.sum = 0
+	}
+	if want.Role != c.state.Role {
+		if _, err := c.Exec(ctx, "SET ROLE "+c.p.roleArg(want.Role)); err != nil {
+			c.dirty = true
+			return err
+		}
+		c.state.SetRole(want.Role)
 	}
 	if want.MultiStatementsOff != c.state.MultiStatementsOff {
 		if err := c.setMultiStatements(ctx, !want.MultiStatementsOff); err != nil {

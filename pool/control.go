@@ -46,6 +46,14 @@ func (p *Pool) Kill(ctx context.Context, threadID uint32, query bool) error {
 	})
 }
 
+// QueryControl runs a small query on the control connection and calls
+// onRow with each text-protocol row: lookups of tpproxy's own (the
+// catalog) that must not disturb a session's connection, whose
+// diagnostics area a statement opening a table would clear.
+func (p *Pool) QueryControl(ctx context.Context, sql string, onRow func(row []byte) error) error {
+	return p.ctrl.do(ctx, func(c *Conn) error { return c.Query(ctx, sql, onRow) })
+}
+
 // Ready reports whether the backend is reachable and the pool healthy, for
 // a readiness probe: it sends COM_PING over the control connection
 // (dialing it if needed, all bounded by ctx and ConnectTimeout) and checks

@@ -56,6 +56,10 @@ type Pool struct {
 	// first connection (0: not yet); the automatic per-connection cap is
 	// derived from it and the size in force.
 	serverPrepared atomic.Int64
+	// defaults are the session defaults read on the latest dial.
+	defaults atomic.Pointer[Defaults]
+	// noPseudoID: the backend account may not set pseudo_thread_id.
+	noPseudoID atomic.Bool
 
 	fill     chan struct{} // wakes the filler
 	retick   chan struct{} // tells maintain the health interval changed
@@ -397,14 +401,20 @@ func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 func (p *Pool) Release(c *Conn) {
 	c.lastUsed = time.Now()
 	c.state.Sum() // refresh the fingerprint Acquire matches on
-	if !c.broken && c.dirty {
+	if !c.broken && !c.retire && c.dirty {
 		p.stats.resets.Add(1)
 		if err := c.reset(context.Background()); err != nil {
 			p.cfg.Logger.Warn("backend reset failed; replacing connection", "thread_id", c.threadID, "err", err)
 			c.broken = true
 		}
 	}
-	if c.broken || c.expired(c.lastUsed) {
+	if !c.broken && !c.retire && c.pendingReports {
+		if err := c.flushReports(context.Background()); err != nil {
+			p.cfg.Logger.Warn("backend state report failed; replacing connection", "thread_id", c.threadID, "err", err)
+			c.broken = true
+		}
+	}
+	if c.broken || c.retire || c.expired(c.lastUsed) {
 		p.discard(c)
 		return
 	}
@@ -434,9 +444,12 @@ func (p *Pool) put(c *Conn) {
 
 // discard closes c and lets the filler dial a replacement.
 func (p *Pool) discard(c *Conn) {
-	if c.broken {
+	switch {
+	case c.broken:
 		p.stats.broken.Add(1)
-	} else {
+	case c.retire:
+		p.stats.retired.Add(1)
+	default:
 		p.stats.expired.Add(1)
 	}
 	c.close()

@@ -25,6 +25,17 @@ type State struct {
 	Schema string
 	// Vars is sorted by Name; a variable appears at most once.
 	Vars []Var
+	// ResultsCollation is the collation of character_set_results as the
+	// server holds it, which is what result column definitions declare:
+	// SET NAMES cs COLLATE x (and a login with collation x) gives x, plain
+	// SET NAMES cs the character set's default; the variable itself shows
+	// only the character set. "" when not known (NULL results).
+	ResultsCollation string
+	// Role is the argument of the SET ROLE that gives a connection the
+	// session's active roles ("NONE", a quoted role name, or MySQL's
+	// quoted role list); "" when the session never set a role, so it has
+	// the account's default roles, as every fresh or reset connection does.
+	Role string
 	// MultiStatementsOff records COM_SET_OPTION(MYSQL_OPTION_MULTI_STATEMENTS_OFF);
 	// connections are dialed with multi-statements on.
 	MultiStatementsOff bool
@@ -45,6 +56,10 @@ func (s *State) rehash() {
 	var h maphash.Hash
 	h.SetSeed(stateSeed)
 	h.WriteString(s.Schema)
+	h.WriteByte(0)
+	h.WriteString(s.Role)
+	h.WriteByte(0)
+	h.WriteString(s.ResultsCollation)
 	h.WriteByte(0)
 	for _, v := range s.Vars {
 		h.WriteString(v.Name)
@@ -73,7 +88,7 @@ func (s *State) Sum() uint64 {
 
 // Equal reports whether two states are the same.
 func (s *State) Equal(o *State) bool {
-	return s.Sum() == o.Sum() && s.Schema == o.Schema &&
+	return s.Sum() == o.Sum() && s.Schema == o.Schema && s.Role == o.Role && s.ResultsCollation == o.ResultsCollation &&
 		s.MultiStatementsOff == o.MultiStatementsOff && s.FoundRows == o.FoundRows &&
 		slices.Equal(s.Vars, o.Vars)
 }
@@ -99,6 +114,34 @@ func (s *State) SetVar(name, value string) {
 		s.Vars = slices.Insert(s.Vars, i, Var{Name: name, Value: value})
 	}
 	s.sum = 0
+}
+
+// DeleteVar forgets a session variable: the session has its global value
+// again (SET x = DEFAULT).
+func (s *State) DeleteVar(name string) {
+	name = strings.ToLower(name)
+	i, found := slices.BinarySearchFunc(s.Vars, name, func(v Var, n string) int { return strings.Compare(v.Name, n) })
+	if found {
+		s.Vars = slices.Delete(s.Vars, i, i+1)
+		s.sum = 0
+	}
+}
+
+// SetResultsCollation records the collation of character_set_results.
+func (s *State) SetResultsCollation(name string) {
+	if s.ResultsCollation != name {
+		s.ResultsCollation = name
+		s.sum = 0
+	}
+}
+
+// SetRole records the session's active roles as the argument SET ROLE
+// takes to restore them.
+func (s *State) SetRole(arg string) {
+	if s.Role != arg {
+		s.Role = arg
+		s.sum = 0
+	}
 }
 
 // Var returns the recorded value of a session variable.
@@ -166,8 +209,27 @@ func setStatement(have, want *State) string {
 		def         bool
 	}
 	var todo []assign
+	var names string
+	if want.ResultsCollation != "" && want.ResultsCollation != have.ResultsCollation {
+		// Only SET NAMES ... COLLATE gives character_set_results a
+		// collation other than its character set's default; it sets the
+		// client and connection character sets and collation_connection
+		// too, which the assignments after it put right.
+		cs := CharsetOf(want.ResultsCollation)
+		names = "NAMES " + quoteValue(cs) + " COLLATE " + quoteValue(want.ResultsCollation)
+		h := *have
+		h.Vars = slices.Clone(have.Vars)
+		for _, v := range CharsetVars(cs, want.ResultsCollation) {
+			h.SetVar(v.Name, v.Value)
+		}
+		have = &h
+	}
+	// A connection whose results collation is not the default one of
+	// its character set gets the variable assigned again, which sets the
+	// default; "" in want means just that.
+	resetResults := want.ResultsCollation == "" && have.ResultsCollation != ""
 	for _, v := range want.Vars {
-		if hv, ok := have.Var(v.Name); !ok || hv != v.Value {
+		if hv, ok := have.Var(v.Name); !ok || hv != v.Value || resetResults && v.Name == "character_set_results" {
 			todo = append(todo, assign{name: v.Name, value: v.Value})
 		}
 	}
@@ -176,14 +238,15 @@ func setStatement(have, want *State) string {
 			todo = append(todo, assign{name: v.Name, def: true})
 		}
 	}
-	if len(todo) == 0 {
+	if len(todo) == 0 && names == "" {
 		return ""
 	}
 	slices.SortStableFunc(todo, func(a, b assign) int { return varOrder(a.name) - varOrder(b.name) })
 	var b strings.Builder
 	b.WriteString("SET ")
+	b.WriteString(names)
 	for i, a := range todo {
-		if i > 0 {
+		if i > 0 || names != "" {
 			b.WriteString(", ")
 		}
 		b.WriteString("SESSION ")

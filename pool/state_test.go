@@ -61,3 +61,43 @@ func TestStateSumTracksChanges(t *testing.T) {
 		t.Fatal("the multi-statement option is not part of the state")
 	}
 }
+
+func TestStateRoleAndDeleteVar(t *testing.T) {
+	a := State{Schema: "x"}
+	b := State{Schema: "x"}
+	b.SetRole("`r1`")
+	if a.Equal(&b) || a.Sum() == b.Sum() {
+		t.Fatal("the active role is not part of the state")
+	}
+	a.SetRole("`r1`")
+	if !a.Equal(&b) {
+		t.Fatal("the same role gives different states")
+	}
+	b.SetVar("timestamp", "1000000.000000")
+	b.DeleteVar("TIMESTAMP")
+	if _, ok := b.Var("timestamp"); ok || !a.Equal(&b) {
+		t.Fatal("DeleteVar left the variable")
+	}
+	b.DeleteVar("never_set") // no effect
+	if !a.Equal(&b) {
+		t.Fatal("deleting an absent variable changed the state")
+	}
+}
+
+func TestRoleArg(t *testing.T) {
+	for _, tc := range []struct {
+		current []byte
+		mariadb bool
+		want    string
+	}{
+		{nil, true, "NONE"},
+		{[]byte("r1"), true, "`r1`"},
+		{[]byte("odd`name"), true, "`odd``name`"},
+		{[]byte("NONE"), false, "NONE"},
+		{[]byte("`r1`@`%`,`r2`@`%`"), false, "`r1`@`%`,`r2`@`%`"},
+	} {
+		if got := RoleArg(tc.current, tc.mariadb); got != tc.want {
+			t.Errorf("RoleArg(%q, %v) = %s, want %s", tc.current, tc.mariadb, got, tc.want)
+		}
+	}
+}

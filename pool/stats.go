@@ -20,6 +20,7 @@ type counters struct {
 	schemaClears   atomic.Uint64
 	broken         atomic.Uint64
 	expired        atomic.Uint64
+	retired        atomic.Uint64
 	healthChecks   atomic.Uint64
 	healthFailures atomic.Uint64
 	kills          atomic.Uint64
@@ -49,6 +50,7 @@ type Stats struct {
 	SchemaClears    uint64 // COM_CHANGE_USER to leave a schema for a session without one
 	Broken          uint64 // closed after an error
 	Expired         uint64 // retired at the end of their lifetime
+	Retired         uint64 // closed instead of reset because they held a prepared XA branch
 	HealthChecks    uint64
 	HealthFailures  uint64
 	Kills           uint64 // KILL statements sent on the control connection
@@ -89,6 +91,7 @@ func (p *Pool) Stats() Stats {
 	s.SchemaClears = p.stats.schemaClears.Load()
 	s.Broken = p.stats.broken.Load()
 	s.Expired = p.stats.expired.Load()
+	s.Retired = p.stats.retired.Load()
 	s.HealthChecks = p.stats.healthChecks.Load()
 	s.HealthFailures = p.stats.healthFailures.Load()
 	s.Kills = p.stats.kills.Load()

@@ -26,15 +26,19 @@ func (s *Session) changeUser(ctx context.Context, p []byte) (quit bool, err erro
 		s.log = nil
 		return false, nil
 	}
+	role := s.state.Role
 	s.unpinForReset()
 	if req.collation != 0 {
 		s.collationID = req.collation
 		s.collation = s.srv.chars.lookup(ctx, s.srv.pool, req.collation)
 	}
 	s.initState(req.db)
+	// MariaDB keeps the active role across COM_CHANGE_USER (10.11).
+	s.keepRole(role)
 	if req.db != "" {
 		if err := s.checkSchema(ctx); err != nil {
 			s.initState("")
+			s.keepRole(role)
 			return false, s.writeErr(err)
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/pool"
@@ -28,6 +30,66 @@ type charsets struct {
 	loaded bool
 	byID   map[uint16]collation
 	def    map[string]string // charset -> its default collation
+	sets   map[string]charsetInfo
+	tried  time.Time // the last failed load; retried after a second
+}
+
+// charsetInfo is what the server declares text columns of a character set
+// with.
+type charsetInfo struct {
+	defaultID uint16 // id of its default collation
+	maxLen    uint32 // bytes per character at most
+}
+
+// wellKnownSets are used until the backend's table is loaded, and when it
+// cannot be.
+var wellKnownSets = map[string]charsetInfo{
+	"utf8mb4": {45, 4}, "utf8mb3": {33, 3}, "utf8": {33, 3}, "latin1": {8, 1},
+	"ascii": {11, 1}, "binary": {63, 1},
+}
+
+// ensure loads the backend's table if it is not loaded and no attempt
+// failed within the last second. mu is held.
+func (cs *charsets) ensure(ctx context.Context, p *pool.Pool) {
+	if cs.loaded || time.Since(cs.tried) < time.Second {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	cs.load(ctx, p)
+	if !cs.loaded {
+		cs.tried = time.Now()
+	}
+}
+
+// nameOf returns the name of collation id as the backend knows it.
+func (cs *charsets) nameOf(ctx context.Context, p *pool.Pool, id uint16) (string, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.ensure(ctx, p)
+	if c, ok := cs.byID[id]; ok {
+		return c.name, true
+	}
+	if c, ok := wellKnown[id]; ok {
+		return c.name, true
+	}
+	return "", false
+}
+
+// charset returns the default collation id and the maximum character
+// length of a character set, as the backend knows them.
+func (cs *charsets) charset(ctx context.Context, p *pool.Pool, name string) (uint16, uint32) {
+	name = strings.ToLower(name)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.ensure(ctx, p)
+	if i, ok := cs.sets[name]; ok {
+		return i.defaultID, i.maxLen
+	}
+	if i, ok := wellKnownSets[name]; ok {
+		return i.defaultID, i.maxLen
+	}
+	return 45, 4
 }
 
 // wellKnown are ids with the same meaning on MySQL and MariaDB.
@@ -57,9 +119,7 @@ func (cs *charsets) lookup(ctx context.Context, p *pool.Pool, id uint16) collati
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if !cs.loaded {
-		cs.load(ctx, p)
-	}
+	cs.ensure(ctx, p)
 	if c, ok := cs.byID[id]; ok {
 		return c
 	}
@@ -76,14 +136,11 @@ func (cs *charsets) lookup(ctx context.Context, p *pool.Pool, id uint16) collati
 
 // load reads the backend's collation table. mu is held.
 func (cs *charsets) load(ctx context.Context, p *pool.Pool) {
-	c, err := p.Acquire(ctx, nil)
-	if err != nil {
-		return
-	}
-	defer p.Release(c)
+	// On the control connection: the session asking may hold a pool
+	// connection itself, and the pool may have no other free.
 	byID := make(map[uint16]collation, 512)
 	def := make(map[string]string, 64)
-	err = c.Query(ctx, "SELECT ID, COLLATION_NAME, CHARACTER_SET_NAME, IS_DEFAULT FROM information_schema.COLLATIONS",
+	err := p.QueryControl(ctx, "SELECT ID, COLLATION_NAME, CHARACTER_SET_NAME, IS_DEFAULT FROM information_schema.COLLATIONS",
 		func(row []byte) error {
 			f, err := mysqlwire.RowValues(nil, row)
 			if err != nil || len(f) != 4 {
@@ -103,5 +160,28 @@ func (cs *charsets) load(ctx context.Context, p *pool.Pool) {
 	if err != nil {
 		return
 	}
-	cs.byID, cs.def, cs.loaded = byID, def, true
+	byName := make(map[string]uint16, len(byID))
+	for id, co := range byID {
+		byName[co.name] = id
+	}
+	sets := make(map[string]charsetInfo, 64)
+	err = p.QueryControl(ctx, "SELECT CHARACTER_SET_NAME, DEFAULT_COLLATE_NAME, MAXLEN FROM information_schema.CHARACTER_SETS",
+		func(row []byte) error {
+			f, err := mysqlwire.RowValues(nil, row)
+			if err != nil || len(f) != 3 {
+				return fmt.Errorf("character set row: %w", errors.Join(err, mysqlwire.ErrMalformed))
+			}
+			n, _ := strconv.ParseUint(string(f[2]), 10, 32)
+			if id, ok := byName[string(f[1])]; ok && n > 0 {
+				sets[string(f[0])] = charsetInfo{defaultID: id, maxLen: uint32(n)}
+			}
+			return nil
+		})
+	if err != nil {
+		return
+	}
+	if i, ok := sets["utf8mb3"]; ok {
+		sets["utf8"] = i
+	}
+	cs.byID, cs.def, cs.sets, cs.loaded = byID, def, sets, true
 }

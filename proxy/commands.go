@@ -71,7 +71,7 @@ func (s *Session) dispatch(ctx context.Context, p []byte) (quit bool, err error)
 	case comSetOption:
 		return false, s.setOption(p)
 	case comResetConnection:
-		s.resetSession()
+		s.resetSession(ctx)
 		return false, s.writeOK()
 	case comChangeUser:
 		return s.changeUser(ctx, p[1:])
@@ -125,7 +125,7 @@ func (s *Session) initDB(ctx context.Context, db string) error {
 	}
 	prev := s.state.Schema
 	s.state.SetSchema(db)
-	c, err := s.backend(ctx)
+	c, err := s.backendFor(ctx, false)
 	if err != nil {
 		s.state.SetSchema(prev)
 		return s.writeErr(err)
@@ -155,7 +155,39 @@ func (s *Session) setOption(p []byte) error {
 
 // resetSession is COM_RESET_CONNECTION: the session is as after login,
 // keeping its user, schema and character set.
-func (s *Session) resetSession() {
+func (s *Session) resetSession(ctx context.Context) {
+	role := s.state.Role
+	if c := s.pinned; c != nil && s.pins&pinProfiling != 0 && s.xa == xaNone {
+		// The server keeps the profile history across the reset: so does
+		// the session, on its connection.
+		s.pinned = nil
+		s.unpinForReset()
+		s.initState(s.state.Schema)
+		// Off first, so that the re-initialisation after the reset is
+		// not recorded (SET profiling = 0 itself is not).
+		_, err := c.Exec(ctx, "SET SESSION profiling = 0")
+		if err == nil {
+			err = c.Reset(ctx)
+		}
+		if err != nil {
+			s.pool.Release(c)
+		} else {
+			c.MarkDirty()
+			s.pinned, s.pins = c, pinProfiling
+		}
+		s.keepRole(role)
+		return
+	}
 	s.unpinForReset()
 	s.initState(s.state.Schema)
+	// MariaDB keeps the active role across COM_RESET_CONNECTION (10.11).
+	s.keepRole(role)
+}
+
+// keepRole carries the active role over a reset of the session, as the
+// backend does: MariaDB keeps it, MySQL restores the account's default.
+func (s *Session) keepRole(role string) {
+	if s.mode.MariaDB {
+		s.state.SetRole(role)
+	}
 }

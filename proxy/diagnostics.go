@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
@@ -24,6 +25,59 @@ type diagnostic struct {
 	level   string
 	code    uint16
 	message string
+	state   string // SQLSTATE of an error, when known
+}
+
+// replayDiagnostics gives connection c the session's diagnostics before a
+// statement that reads them in a form tpproxy does not answer itself
+// (SELECT @@warning_count + 0, GET DIAGNOSTICS, ...), unless it is the
+// session's pinned connection and holds them already. The session's copy
+// is what counts: a single warning or error is raised again with SIGNAL,
+// which puts exactly it in the diagnostics area; otherwise the area is
+// emptied of whatever another session left there. Several conditions or a
+// note cannot be raised alike (SIGNAL makes one condition per statement
+// and no notes), so then the statement sees none (a documented limit).
+func (s *Session) replayDiagnostics(ctx context.Context, c *pool.Conn) error {
+	if s.ownsDiagnostics() {
+		return nil
+	}
+	if len(s.diag) == 1 && (s.diag[0].level == "Warning" || s.diag[0].level == "Error") {
+		d := s.diag[0]
+		state := "01000"
+		if d.level == "Error" {
+			state = d.state
+			if len(state) != 5 || strings.HasPrefix(state, "00") || strings.HasPrefix(state, "01") {
+				state = "HY000"
+			}
+		}
+		_, err := c.Exec(ctx, "SIGNAL SQLSTATE '"+state+"' SET MYSQL_ERRNO = "+strconv.Itoa(int(d.code))+
+			", MESSAGE_TEXT = "+hexLiteral(d.message))
+		var me *mysqlwire.Error
+		if err != nil && !(errors.As(err, &me) && d.level == "Error") {
+			return err
+		}
+		c.SetDiagOwner(s.state.Owner)
+		return nil
+	}
+	if _, err := c.Exec(ctx, clearDiagnosticsSQL); err != nil {
+		return err
+	}
+	c.SetDiagOwner(0)
+	return nil
+}
+
+// hexLiteral renders s as X'...', which reads the same in every sql_mode.
+func hexLiteral(s string) string {
+	if s == "" {
+		return "''"
+	}
+	const hexdigits = "0123456789abcdef"
+	b := make([]byte, 0, 3+2*len(s))
+	b = append(b, "X'"...)
+	for i := 0; i < len(s); i++ {
+		b = append(b, hexdigits[s[i]>>4], hexdigits[s[i]&15])
+	}
+	return string(append(b, '\''))
 }
 
 // notFixedDec is the "decimals" the server declares for string columns.
@@ -36,7 +90,7 @@ const clearDiagnosticsSQL = "DO (SELECT 1 FROM information_schema.ENGINES LIMIT 
 // ownsDiagnostics reports whether the session's pinned backend holds the
 // session's own latest diagnostics, so diagnostics statements can go there.
 func (s *Session) ownsDiagnostics() bool {
-	return s.pinned != nil && s.pinned.DiagOwner() == s.state.Owner
+	return !s.diagLocal && s.pinned != nil && s.pinned.DiagOwner() == s.state.Owner
 }
 
 // noteDiagnostics updates the session's diagnostics after a statement on c
@@ -45,8 +99,14 @@ func (s *Session) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result
 	if info.Flags&sqlscan.FlagDiagnostics != 0 && !info.Multi {
 		return // reading diagnostics leaves them as they are
 	}
+	if res.warnings == 0 && res.err == nil && tableless(info) {
+		// The server keeps the previous statement's conditions across a
+		// statement that raises none and opens no table.
+		return
+	}
 	s.diag = s.diag[:0]
 	s.warningCount = 0
+	s.diagLocal = false
 	if res.warnings == 0 && res.err == nil {
 		return
 	}
@@ -61,7 +121,11 @@ func (s *Session) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result
 			return errors.Join(err, mysqlwire.ErrMalformed)
 		}
 		code, _ := strconv.ParseUint(string(f[1]), 10, 16)
-		s.diag = append(s.diag, diagnostic{level: string(f[0]), code: uint16(code), message: string(f[2])})
+		d := diagnostic{level: string(f[0]), code: uint16(code), message: string(f[2])}
+		if res.err != nil && d.code == res.err.Code {
+			d.state = res.err.State
+		}
+		s.diag = append(s.diag, d)
 		return nil
 	})
 	if err != nil {
@@ -72,13 +136,16 @@ func (s *Session) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result
 	}
 }
 
-// resultCharset is the collation id text columns the proxy builds are
-// declared in: the client's own.
-func (s *Session) resultCharset() uint16 {
-	if s.collationID != 0 {
-		return s.collationID
+// resultCharset is how the server declares text columns it builds
+// itself: in the default collation of character_set_results (the system
+// character set, utf8mb3, when it is NULL), with lengths in characters
+// times maxLen bytes.
+func (s *Session) resultCharset() (id uint16, maxLen uint32) {
+	cs, _ := s.state.Var("character_set_results")
+	if cs == "" {
+		cs = "utf8mb3"
 	}
-	return defaultCollationID
+	return s.srv.chars.charset(context.Background(), s.pool, cs)
 }
 
 // errorCount is @@error_count of the session's last statement.
@@ -94,35 +161,36 @@ func (s *Session) errorCount() uint64 {
 
 // answerDiagnostics answers SHOW WARNINGS, SHOW ERRORS, SHOW COUNT(*) ... and
 // SELECT @@warning_count / @@error_count from the session's copy.
-func (s *Session) answerDiagnostics(info *sqlscan.Info) error {
+func (s *Session) answerDiagnostics(info *sqlscan.Info) (rows uint64, err error) {
 	switch info.Local {
 	case sqlscan.LocalWarningCount:
-		return s.writeNumber(info.LocalExpr, 10, true, uint64(s.warningCount))
+		return 1, s.writeNumber(info.LocalExpr, colCount, uint64(s.warningCount))
 	case sqlscan.LocalErrorCount:
-		return s.writeNumber(info.LocalExpr, 10, true, s.errorCount())
+		return 1, s.writeNumber(info.LocalExpr, colCount, s.errorCount())
 	case sqlscan.LocalCountWarnings:
-		return s.writeNumber([]byte("@@session.warning_count"), 10, true, uint64(s.warningCount))
+		return 1, s.writeNumber([]byte("@@session.warning_count"), colCount, uint64(s.warningCount))
 	case sqlscan.LocalCountErrors:
-		return s.writeNumber([]byte("@@session.error_count"), 10, true, s.errorCount())
+		return 1, s.writeNumber([]byte("@@session.error_count"), colCount, s.errorCount())
 	}
 	w := s.w
 	w.Begin()
 	w.AppendLenEncInt(3)
 	if err := w.End(); err != nil {
-		return err
+		return 0, err
 	}
+	cs, maxLen := s.resultCharset()
 	cols := [...]mysqlwire.Column{
-		{Name: []byte("Level"), Charset: s.resultCharset(), Length: 7 * 4, Type: mysqlwire.TypeVarString, Flags: mysqlwire.FlagNotNull, Decimals: notFixedDec},
+		{Name: []byte("Level"), Charset: cs, Length: 7 * maxLen, Type: mysqlwire.TypeVarString, Flags: mysqlwire.FlagNotNull, Decimals: notFixedDec},
 		{Name: []byte("Code"), Charset: 63, Length: 4, Type: mysqlwire.TypeLong, Flags: mysqlwire.FlagNotNull | mysqlwire.FlagUnsigned | mysqlwire.FlagBinary},
-		{Name: []byte("Message"), Charset: s.resultCharset(), Length: 512 * 4, Type: mysqlwire.TypeVarString, Flags: mysqlwire.FlagNotNull, Decimals: notFixedDec},
+		{Name: []byte("Message"), Charset: cs, Length: 512 * maxLen, Type: mysqlwire.TypeVarString, Flags: mysqlwire.FlagNotNull, Decimals: notFixedDec},
 	}
 	for _, c := range cols {
 		if err := w.WriteColumn(c); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if err := w.WriteEOF(0, s.status()); err != nil {
-		return err
+		return 0, err
 	}
 	var skipped, sent uint64
 	var num [8]byte
@@ -143,8 +211,8 @@ func (s *Session) answerDiagnostics(info *sqlscan.Info) error {
 		w.AppendLenEncString(strconv.AppendUint(num[:0], uint64(d.code), 10))
 		w.AppendLenEncString([]byte(d.message))
 		if err := w.End(); err != nil {
-			return err
+			return sent, err
 		}
 	}
-	return w.WriteEOF(0, s.status())
+	return sent, w.WriteEOF(0, s.status())
 }

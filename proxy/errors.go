@@ -36,6 +36,7 @@ const (
 	erNetPacketTooLarge = 1153
 	erPacketsOutOfOrder = 1156
 	erNoDB              = 1046
+	erBadDB             = 1049
 	erNoSuchThread      = 1094
 	erKillDenied        = 1095
 	erNotAllowedCommand = 1148

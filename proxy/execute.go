@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/tpproxy/tpproxy/internal/catalog"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
@@ -18,7 +18,7 @@ var errSessionLost = errors.New("proxy: pinned backend connection lost")
 
 // query serves COM_QUERY.
 func (s *Session) query(ctx context.Context, p []byte) error {
-	info := sqlscan.Scan(p[1:])
+	info := s.scan(p[1:])
 	if info.Local != sqlscan.LocalNone {
 		if ok, err := s.answerLocal(&info); ok {
 			return err
@@ -26,7 +26,7 @@ func (s *Session) query(ctx context.Context, p []byte) error {
 	}
 	switch {
 	case info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0:
-		return s.killStatement(ctx, &info)
+		return s.killStatement(ctx, p[1:], &info)
 	case info.Flags&sqlscan.FlagLoadLocal != 0 && (!s.srv.cfg.LoadDataLocal || s.caps&capLocalFiles == 0):
 		s.errs++
 		return s.w.WriteERR(errLoadLocalDisabled)
@@ -43,17 +43,17 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		return err
 	}
 	defer s.srv.sched.Release(&s.task)
-	c, err := s.acquire(ctx, info)
-	if c == nil {
-		return err
-	}
-
-	res := result{scoped: info.Flags&(sqlscan.FlagSetStatement|sqlscan.FlagStatementTimeout) != 0}
 	s.tracked = s.tracked[:0]
 	q := p[1:]
 	if run != nil {
 		q = run.cs.e.sql
 	}
+	res := result{setsInsertID: info.Flags&sqlscan.FlagLastInsertIDSet != 0 && !info.Multi}
+	c, err := s.acquire(ctx, q, info, &res)
+	if c == nil {
+		return err
+	}
+	s.scopeOf(q, info, &res)
 	s.beginExec(c, p[0], q)
 	if run != nil {
 		err = s.sendStmt(ctx, c, p, run, &res)
@@ -87,8 +87,31 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		return res.clientErr
 	case ended:
 		return errKilled
+	case s.release:
+		return errReleased
 	}
 	return nil
+}
+
+// errReleased ends a session whose COMMIT or ROLLBACK released it.
+var errReleased = errors.New("proxy: session released by COMMIT/ROLLBACK RELEASE")
+
+// scopeOf records which variables a statement changes for its own
+// duration only, so that what the server reports for them in its OK is not
+// taken for lasting: the assignments of SET STATEMENT ... FOR, and the lock
+// wait timeouts MariaDB sets for NOWAIT and WAIT n. The server restores
+// them after the statement and reports the restored values with a later
+// OK; the connection is asked for that report before another session gets
+// it (pool.Conn.NotePendingReports).
+func (s *Session) scopeOf(q []byte, info *sqlscan.Info, res *result) {
+	if info.Flags&sqlscan.FlagSetStatement != 0 {
+		sqlscan.StatementVars(q, s.mode, func(name []byte) {
+			res.scopedVars = append(res.scopedVars, strings.ToLower(string(name)))
+		})
+	}
+	if info.Flags&sqlscan.FlagStatementTimeout != 0 && info.Kind != sqlscan.KindSet && !info.Multi {
+		res.lockScoped = true
+	}
 }
 
 // admit waits for the scheduler to let the session's next statement run;
@@ -110,11 +133,11 @@ func (s *Session) admit(ctx context.Context) (ok bool, err error) {
 // acquire returns the backend connection for the session's next statement,
 // ready for it. When there is none, the client has been told why and c is
 // nil; err is then non-nil only if the session must end.
-func (s *Session) acquire(ctx context.Context, info *sqlscan.Info) (c *pool.Conn, err error) {
+func (s *Session) acquire(ctx context.Context, q []byte, info *sqlscan.Info, res *result) (c *pool.Conn, err error) {
 	wasPinned := s.pinned != nil
 	c, err = s.backend(ctx)
 	if err == nil {
-		if err = s.prepare(ctx, c, info); err != nil {
+		if err = s.prepare(ctx, c, q, info, res); err != nil {
 			if c == s.pinned && c.Broken() {
 				s.loseBackend()
 			} else {
@@ -135,25 +158,68 @@ func (s *Session) acquire(ctx context.Context, info *sqlscan.Info) (c *pool.Conn
 }
 
 // prepare gets a connection ready for statements that read what the
-// session's previous statement left behind on its own connection.
-func (s *Session) prepare(ctx context.Context, c *pool.Conn, info *sqlscan.Info) error {
-	if info.Flags&sqlscan.FlagLastInsertIDRead != 0 && s.pinned == nil {
+// session's previous statements left on their own connection, or whose
+// effect the server reports only when asked beforehand.
+func (s *Session) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sqlscan.Info, res *result) error {
+	if res != nil {
+		// Stored functions, triggers, views and column defaults run code
+		// the statement's text does not show.
+		// What the catalog reads opens information_schema tables, which
+		// empties the diagnostics area: a pinned session's connection may
+		// hold the session's own, so it reads on the control connection.
+		var qr catalog.Querier = c
+		if s.pinned != nil {
+			qr = poolControl{s.pool}
+		}
+		if s.catSchema.Name() != s.state.Schema {
+			s.catSchema = s.srv.catalog.Schema(s.state.Schema)
+		}
+		v, err := s.srv.catalog.CheckIn(ctx, qr, s.catSchema, q, s.mode, info)
+		if err != nil {
+			return err
+		}
+		if v.Stateful {
+			res.routine, res.routineFlags = true, v.Flags
+			if v.Flags&sqlscan.FlagSetTransaction != 0 && !c.TracksTransactions() {
+				if _, err := c.TrackTransactions(ctx); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if s.readsInsertID(info) {
 		// LAST_INSERT_ID() must return the session's value, not that of
 		// whoever used this connection last.
-		if _, err := c.Exec(ctx, "DO LAST_INSERT_ID("+strconv.FormatUint(s.lastInsertID, 10)+")"); err != nil {
+		if err := c.PrimeLastInsertID(ctx, s.lastInsertID, s.rowCount == -1); err != nil {
+			return err
+		}
+	}
+	if info.Flags&sqlscan.FlagConnectionID != 0 {
+		// CONNECTION_ID() reads pseudo_thread_id; where the backend
+		// account may not set it, it reads the backend thread id (a
+		// documented limit).
+		if err := c.PrimeConnectionID(ctx, s.connID); err != nil && !errors.Is(err, pool.ErrPseudoThreadID) {
+			return err
+		}
+	}
+	if info.Flags&sqlscan.FlagSetTransaction != 0 && !c.TracksTransactions() {
+		if _, err := c.TrackTransactions(ctx); err != nil {
 			return err
 		}
 	}
 	if info.Flags&sqlscan.FlagDiagnostics != 0 {
-		if o := c.DiagOwner(); o != 0 && o != s.state.Owner {
-			// Another session's warnings are on this connection.
-			if _, err := c.Exec(ctx, clearDiagnosticsSQL); err != nil {
-				return err
-			}
-			c.SetDiagOwner(0)
+		if err := s.replayDiagnostics(ctx, c); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// poolControl runs the catalog's lookups on the pool's control connection.
+type poolControl struct{ p *pool.Pool }
+
+func (pc poolControl) Query(ctx context.Context, sql string, onRow func(row []byte) error) error {
+	return pc.p.QueryControl(ctx, sql, onRow)
 }
 
 // backendFailed handles a backend connection that broke mid-statement.
@@ -186,6 +252,34 @@ func (s *Session) backendFailed(c *pool.Conn, res *result, err error) error {
 	return nil
 }
 
+// learnResultsCollation reads the collation result columns are declared
+// in after character_set_results changed: SET NAMES cs COLLATE x gives x,
+// which @@character_set_results does not show. It reports false when that
+// could not be learnt; the connection then holds state tpproxy cannot
+// replay.
+func (s *Session) learnResultsCollation(ctx context.Context, c *pool.Conn) bool {
+	if v, _ := s.state.Var("character_set_results"); v == "" {
+		s.state.SetResultsCollation("") // NULL: columns keep their own
+		c.State().SetResultsCollation("")
+		return true
+	}
+	id, err := c.ResultsCollationID(ctx)
+	if err != nil {
+		s.logger().Debug("could not read the results collation", "err", err)
+		c.MarkDirty()
+		return false
+	}
+	name, ok := s.srv.chars.nameOf(ctx, s.pool, id)
+	if !ok {
+		s.logger().Debug("unknown results collation", "id", id)
+		c.MarkDirty()
+		return false
+	}
+	s.state.SetResultsCollation(name)
+	c.State().SetResultsCollation(name)
+	return true
+}
+
 // learnCollation asks the connection for collation_connection after a
 // statement changed the connection character set without reporting the
 // collation (SET NAMES x does that), so replays set both.
@@ -206,8 +300,9 @@ func (s *Session) learnCollation(ctx context.Context, c *pool.Conn) {
 }
 
 // afterStatement updates the session from a relayed response: pins from
-// status flags and statement class, state the server changed without
-// saying what, diagnostics, last insert id, row counts.
+// status flags, statement class and settings, state the server changed
+// without saying what, transaction characteristics, XA, diagnostics, last
+// insert id, row counts; then keeps the connection or gives it back.
 func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) {
 	pins := s.pins &^ nextStatementPins
 	if res.hasStatus {
@@ -231,17 +326,45 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 		}
 	}
 	pins |= stickyPinsOf(info.Flags)
+	if res.routine {
+		pins |= pinRoutine | stickyPinsOf(res.routineFlags)
+	}
+	if (info.Flags|res.routineFlags)&sqlscan.FlagRole != 0 && (info.Multi || res.routine) {
+		c.MarkRoleChanged()
+	}
+	s.noteDDL(info)
+	s.noteXA(info, res)
+	if s.xa != xaNone {
+		pins |= pinXA
+	} else {
+		pins &^= pinXA
+	}
 	if res.stateChanged && !s.explainStateChange(ctx, c, q, res, info) {
+		// Whatever changed may have been the active role (SET ROLE in a
+		// prepared statement): the reset must restore it.
 		pins |= pinStateChange
+		c.MarkRoleChanged()
+		s.logger().Debug("session pinned for a state change tpproxy could not name",
+			"kind", info.Kind.String(), "first_word", string(sqlscan.FirstKeyword(q)), "eof", res.eofChange, "ok", res.okChange)
 	}
 	if res.unreplayable {
 		pins |= pinUnreplayableVar
 	}
+	if res.err == nil && info.Kind == sqlscan.KindSet && !info.Multi {
+		s.applyDefaults(c, q)
+	}
+	if slices.Contains(s.tracked, "character_set_results") && !s.learnResultsCollation(ctx, c) {
+		pins |= pinStateChange
+		s.logger().Debug("session pinned: the collation of character_set_results could not be learnt")
+	}
+	s.refreshDerived()
+	pins = pins&^(pinProfiling|pinAutoIsNull) | s.statePins | s.pins&pinProfiling
+	if res.lockScoped || res.scopedVars != nil {
+		c.NotePendingReports()
+	}
+	pins = s.noteChistics(ctx, c, res, pins)
 	if info.Flags&sqlscan.FlagCalcFoundRows != 0 {
 		pins |= pinFoundRows
-	}
-	if info.Flags&sqlscan.FlagSetTransaction != 0 {
-		pins |= pinNextTransaction
 	}
 	if s.cursors > 0 {
 		pins |= pinCursor
@@ -258,35 +381,52 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	if res.resultSet && res.err == nil {
 		s.foundRows = res.rows
 	}
-	if res.insertID != 0 {
-		s.lastInsertID = res.insertID
+	if res.err == nil && s.releases(info, q) {
+		// The server closes the connection after its OK.
+		s.release = true
+		c.Retire()
+		s.noteDiagnostics(ctx, c, res, info, true)
+		s.setPinned(c, 0)
+		return
 	}
 	s.noteDiagnostics(ctx, c, res, info, pins != 0)
+	s.noteInsertID(ctx, c, res, info)
 	s.setPinned(c, pins)
 }
 
 // explainStateChange decides whether a session state change the server
-// flagged is fully known: SET STATEMENT ... FOR and NOWAIT / WAIT n change
-// nothing beyond their statement; a SET or USE whose every change was reported is known; a SET
-// of variables the server did not report (MariaDB leaves out plugin
-// variables such as innodb_lock_wait_timeout) is made known by reading
-// them back. Anything else makes the session pin.
+// flagged is fully known: a SET or USE whose every change was reported is
+// known; a SET of variables the server did not report (MariaDB leaves out
+// plugin variables such as innodb_lock_wait_timeout) is made known by
+// reading them back; SET ROLE by reading CURRENT_ROLE(). A result set
+// flagged after NOWAIT or SET STATEMENT only announces the restore of the
+// statement's own timeouts, one flagged on a connection that reports
+// transaction characteristics may announce those. Anything else makes the
+// session pin.
 func (s *Session) explainStateChange(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) bool {
+	plain := !info.Multi && info.Flags&sqlscan.StatefulMask == 0 && res.err == nil && !res.routine
 	switch {
-	case info.Multi || info.Flags&sqlscan.StatefulMask != 0 || res.err != nil:
+	case !plain:
 		return false
-	case res.scoped:
-		return true
 	case info.Kind == sqlscan.KindUse:
 		return res.tracked
+	case res.eofChange && !res.okChange && (res.lockScoped || res.scopedVars != nil):
+		c.NotePendingReports()
+		return true
+	case res.eofChange && !res.okChange && c.TracksTransactions():
+		s.chisticsUnsure = true
+		return true
 	case info.Kind != sqlscan.KindSet:
 		return false
+	case info.Flags&sqlscan.FlagRole != 0:
+		return s.learnRole(ctx, c)
 	}
 	var missing []string
 	ok := true
-	sqlscan.SetTargets(q, func(name []byte) {
+	sqlscan.SetTargetsMode(q, s.mode, func(name []byte, isDefault bool) {
 		n := strings.ToLower(string(name))
-		if slices.Contains(s.tracked, n) || slices.Contains(missing, n) {
+		if slices.Contains(s.tracked, n) || slices.Contains(missing, n) || isDefault ||
+			n == "last_insert_id" || n == "identity" { // see noteInsertID
 			return
 		}
 		if !isPlainName(n) || varClass([]byte(n)) != varReplayable {

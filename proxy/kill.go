@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
@@ -150,7 +151,16 @@ func (srv *Server) reaper(ctx context.Context) {
 
 // killStatement serves KILL [CONNECTION|QUERY] <id> where id is a
 // connection id this proxy gave out.
-func (s *Session) killStatement(ctx context.Context, info *sqlscan.Info) error {
+func (s *Session) killStatement(ctx context.Context, q []byte, info *sqlscan.Info) error {
+	if info.Flags&sqlscan.FlagKillUnsupported != 0 && !info.Multi {
+		if query, ok := killOwnForm(q); ok {
+			quit, err := s.kill(ctx, s.id, query)
+			if err == nil && quit {
+				err = errKilled
+			}
+			return err
+		}
+	}
 	if info.Flags&sqlscan.FlagKillUnsupported != 0 || info.Multi {
 		return s.writeErr(&mysqlwire.Error{Code: erNotSupportedYet, State: "42000",
 			Message: "tpproxy supports KILL [CONNECTION | QUERY] <connection id> as a single statement only"})
@@ -180,7 +190,8 @@ func (s *Session) kill(ctx context.Context, id uint32, query bool) (quit bool, e
 	}
 	if t == s {
 		if query {
-			return false, s.writeOK() // nothing of ours is running
+			// The KILL itself is the statement it interrupts.
+			return false, s.writeErr(errQueryInterrupted)
 		}
 		return true, s.writeErr(errConnectionKilled)
 	}
@@ -196,6 +207,20 @@ func (s *Session) kill(ctx context.Context, id uint32, query bool) (quit bool, e
 	}
 	t.mu.Unlock()
 	return false, s.writeOK()
+}
+
+// killOwn matches KILL [HARD|SOFT] [CONNECTION|QUERY] CONNECTION_ID(), the
+// one expression target whose value tpproxy knows: the session's own id.
+var killOwn = regexp.MustCompile(`(?is)^\s*kill\s+(?:(?:hard|soft)\s+)?(connection\s+|query\s+)?connection_id\s*\(\s*\)\s*;?\s*$`)
+
+// killOwnForm reports whether q is a KILL of CONNECTION_ID(), and whether
+// it is KILL QUERY.
+func killOwnForm(q []byte) (query, ok bool) {
+	m := killOwn.FindSubmatch(q)
+	if m == nil {
+		return false, false
+	}
+	return len(m[1]) > 0 && (m[1][0] == 'q' || m[1][0] == 'Q'), true
 }
 
 // ErrNoSuchSession is returned by Kill for an id no session has.

@@ -13,54 +13,69 @@ import (
 // ok is false when the statement must go to the backend after all (the
 // session's pinned connection holds the value).
 func (s *Session) answerLocal(info *sqlscan.Info) (ok bool, err error) {
+	rows := uint64(1)
 	switch info.Local {
 	case sqlscan.LocalConnectionID:
-		err = s.writeNumber(info.LocalExpr, 10, true, uint64(s.id))
+		err = s.writeNumber(info.LocalExpr, colConnectionID, uint64(s.connID))
 	case sqlscan.LocalLastInsertID:
-		if s.pins&pinLastInsertIDExpr != 0 {
-			return false, nil // LAST_INSERT_ID(expr) set it on the pinned connection
-		}
-		err = s.writeNumber(info.LocalExpr, 21, true, s.lastInsertID)
+		err = s.writeNumber(info.LocalExpr, colLastInsertID, s.lastInsertID)
 	case sqlscan.LocalRowCount:
 		err = s.writeSigned(info.LocalExpr, s.rowCount)
 	case sqlscan.LocalFoundRows:
 		if s.pins&pinFoundRows != 0 {
 			return false, nil // SQL_CALC_FOUND_ROWS counted on the pinned connection
 		}
-		err = s.writeNumber(info.LocalExpr, 21, true, s.foundRows)
+		err = s.writeSigned(info.LocalExpr, int64(s.foundRows))
 	default:
 		if s.ownsDiagnostics() {
 			return false, nil
 		}
-		return true, s.answerDiagnostics(info)
+		_, err = s.answerDiagnostics(info)
 	}
-	// A SELECT the server would have run: ROW_COUNT() becomes -1 and
-	// FOUND_ROWS() 1, the one row returned.
+	// A statement the server would have run: it returned a result set,
+	// so ROW_COUNT() becomes -1, and a SELECT sets FOUND_ROWS() to its
+	// number of rows (SHOW WARNINGS and SHOW ERRORS leave it).
 	s.rowCount = -1
-	s.foundRows = 1
+	if info.Local != sqlscan.LocalShowWarnings && info.Local != sqlscan.LocalShowErrors {
+		s.foundRows = rows
+	}
 	if s.pins&pinFoundRows != 0 && s.pinned != nil {
 		s.setPinned(s.pinned, s.pins&^pinFoundRows)
 	}
 	return true, err
 }
 
-// writeNumber sends a one-row, one-column result set holding an unsigned
-// BIGINT.
-func (s *Session) writeNumber(name []byte, length uint32, unsigned bool, v uint64) error {
+// Column definitions the server sends for the values tpproxy answers
+// itself (MariaDB 10.11 and MySQL 8 agree on them).
+var (
+	// CONNECTION_ID(): INT UNSIGNED NOT NULL, display width 10.
+	colConnectionID = mysqlwire.Column{Charset: 63, Length: 10, Type: mysqlwire.TypeLong,
+		Flags: mysqlwire.FlagNotNull | mysqlwire.FlagUnsigned | mysqlwire.FlagBinary}
+	// LAST_INSERT_ID(): BIGINT UNSIGNED NOT NULL.
+	colLastInsertID = mysqlwire.Column{Charset: 63, Length: 21, Type: mysqlwire.TypeLongLong,
+		Flags: mysqlwire.FlagNotNull | mysqlwire.FlagUnsigned | mysqlwire.FlagBinary}
+	// ROW_COUNT(), FOUND_ROWS(): BIGINT NOT NULL.
+	colSigned = mysqlwire.Column{Charset: 63, Length: 21, Type: mysqlwire.TypeLongLong,
+		Flags: mysqlwire.FlagNotNull | mysqlwire.FlagBinary}
+	// @@warning_count, @@error_count: BIGINT UNSIGNED, nullable.
+	colCount = mysqlwire.Column{Charset: 63, Length: 21, Type: mysqlwire.TypeLongLong,
+		Flags: mysqlwire.FlagUnsigned | mysqlwire.FlagBinary}
+)
+
+// writeNumber sends a one-row, one-column result set holding v in a
+// column named name defined like col.
+func (s *Session) writeNumber(name []byte, col mysqlwire.Column, v uint64) error {
 	var buf [24]byte
-	flags := mysqlwire.FlagNotNull | mysqlwire.FlagBinary
-	if unsigned {
-		flags |= mysqlwire.FlagUnsigned
-	}
-	return s.writeValue(mysqlwire.Column{Name: name, Charset: 63, Length: length, Type: mysqlwire.TypeLongLong, Flags: flags},
-		strconv.AppendUint(buf[:0], v, 10))
+	col.Name = name
+	return s.writeValue(col, strconv.AppendUint(buf[:0], v, 10))
 }
 
 // writeSigned sends a one-row, one-column result set holding a BIGINT.
 func (s *Session) writeSigned(name []byte, v int64) error {
 	var buf [24]byte
-	return s.writeValue(mysqlwire.Column{Name: name, Charset: 63, Length: 21, Type: mysqlwire.TypeLongLong,
-		Flags: mysqlwire.FlagNotNull | mysqlwire.FlagBinary}, strconv.AppendInt(buf[:0], v, 10))
+	col := colSigned
+	col.Name = name
+	return s.writeValue(col, strconv.AppendInt(buf[:0], v, 10))
 }
 
 func (s *Session) writeValue(col mysqlwire.Column, val []byte) error {

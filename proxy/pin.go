@@ -17,6 +17,13 @@ const (
 	pinAutocommitOff                       // autocommit=0: every statement opens a transaction
 	pinLockTables                          // LOCK TABLES / FTWRL until UNLOCK TABLES
 	pinCursor                              // a prepared statement's cursor is open
+	// pinNextTransaction: SET TRANSACTION without a scope set
+	// characteristics for the next transaction; the server holds them on
+	// this connection until a statement starts (or would start) one.
+	pinNextTransaction
+	pinXA         // an XA transaction is active or prepared
+	pinAutoIsNull // sql_auto_is_null=1: the next IS NULL reads the insert id of this connection's last INSERT
+	pinFoundRows  // SQL_CALC_FOUND_ROWS: FOUND_ROWS() comes next (one statement)
 
 	// Sticky pins: the connection holds state tpproxy cannot replay. They
 	// last until COM_RESET_CONNECTION, COM_CHANGE_USER or disconnect, and
@@ -25,31 +32,27 @@ const (
 	pinTempTable
 	pinGetLock
 	pinSQLPrepare
-	pinStateChange // the server reported a session state change tpproxy could not attribute
-	pinLastInsertIDExpr
-	pinUnreplayableVar // insert_id, session_track_*, ... set by the client
+	pinStateChange     // the server reported a session state change tpproxy could not attribute
+	pinUnreplayableVar // insert_id, pseudo_thread_id, session_track_*, ... set by the client
 	pinHandler
 	pinSequence
-	pinXA
-
-	// One-statement pins: the next statement must see this connection.
-	pinFoundRows       // SQL_CALC_FOUND_ROWS: FOUND_ROWS() comes next
-	pinNextTransaction // SET TRANSACTION without scope applies to the next transaction
+	pinProfiling // profiling or optimizer_trace: the server records this connection's statements
+	pinRoutine   // a stored routine, trigger or view that may leave session state ran
 
 	pinReasonEnd
 )
 
 const (
 	stickyPins = pinUserVariable | pinTempTable | pinGetLock | pinSQLPrepare | pinStateChange |
-		pinLastInsertIDExpr | pinUnreplayableVar | pinHandler | pinSequence | pinXA
-	nextStatementPins = pinFoundRows | pinNextTransaction
+		pinUnreplayableVar | pinHandler | pinSequence | pinProfiling | pinRoutine
+	nextStatementPins = pinFoundRows
 )
 
 var pinNames = [...]string{
 	"transaction", "autocommit_off", "lock_tables", "cursor",
+	"next_transaction", "xa", "sql_auto_is_null", "found_rows",
 	"user_variable", "temporary_table", "get_lock", "sql_prepare", "state_change",
-	"last_insert_id_expr", "unreplayable_variable", "handler", "sequence", "xa",
-	"found_rows", "next_transaction",
+	"unreplayable_variable", "handler", "sequence", "profiling", "stored_routine",
 }
 
 // PinReasons lists every pin reason name, for metrics labels.
@@ -92,9 +95,6 @@ func stickyPinsOf(f sqlscan.Flags) pinReason {
 	if f&sqlscan.FlagSQLPrepare != 0 {
 		r |= pinSQLPrepare
 	}
-	if f&sqlscan.FlagLastInsertIDArg != 0 {
-		r |= pinLastInsertIDExpr
-	}
 	if f&(sqlscan.FlagInsertIDVar|sqlscan.FlagSessionTrackVar) != 0 {
 		r |= pinUnreplayableVar
 	}
@@ -103,9 +103,6 @@ func stickyPinsOf(f sqlscan.Flags) pinReason {
 	}
 	if f&sqlscan.FlagSequence != 0 {
 		r |= pinSequence
-	}
-	if f&sqlscan.FlagXA != 0 {
-		r |= pinXA
 	}
 	return r
 }

@@ -89,7 +89,8 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		return s.w.WriteERR(mysqlwire.NewError(erMaxPreparedStmtCount, "42000",
 			"Can't create more than max_prepared_stmt_count statements (current value: %d)", maxClientStatements))
 	}
-	if info := sqlscan.Scan(sql); info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0 {
+	info := s.scan(sql)
+	if info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0 {
 		// The server would take the client's connection id for one of
 		// its own threads.
 		s.errs++
@@ -97,13 +98,23 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 			"This command is not supported in the prepared statement protocol yet (tpproxy: run KILL as a plain query)"))
 	}
 	key := stmtKey{user: s.user, schema: s.state.Schema, sum: s.state.Sum()}
+	if s.pins&(pinTempTable|pinRoutine) != 0 {
+		key.private = s.state.Owner
+	}
 	// A statement without result columns (DML, BEGIN, COMMIT, SET...) is
-	// answered from the cache: no table change can give it columns. One
-	// with result columns is always prepared by the server, as a table
+	// answered from the cache while a backend accepted it recently and no
+	// DDL went through tpproxy since: the server would answer it the same.
+	// One with result columns is always prepared by the server, as a table
 	// may have changed since (even bypassing the proxy) and clients bind
 	// results by the columns PREPARE announces.
+	// Preparing a statement that names a user variable creates the
+	// variable (NULL) on the server connection: it is the session's from
+	// then on, so the session keeps that connection, and such a PREPARE is
+	// never answered from the cache.
+	userVar := info.Flags&sqlscan.FlagUserVar != 0
+	gen := s.srv.ddlGen.Load()
 	e := s.srv.stmtCache.lookup(sql, &key)
-	if e != nil {
+	if e != nil && e.fresh(gen, s.srv.cfg.CatalogTTL) && !userVar {
 		if m := e.meta.Load(); m.columns == 0 {
 			return s.writePrepareOK(s.addStmt(e), e, m, 0)
 		}
@@ -123,7 +134,7 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		return err
 	}
 	defer s.srv.sched.Release(&s.task)
-	c, err := s.acquire(ctx, &sqlscan.Info{})
+	c, err := s.acquire(ctx, nil, &sqlscan.Info{}, nil)
 	if c == nil {
 		return err
 	}
@@ -132,11 +143,11 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 			id:  s.srv.stmtCache.nextID.Add(1),
 			sql: slices.Clone(sql),
 			key: key,
-			state: pool.State{Schema: s.state.Schema, Vars: slices.Clone(s.state.Vars),
+			state: pool.State{Schema: s.state.Schema, Vars: slices.Clone(s.state.Vars), Role: s.state.Role, ResultsCollation: s.state.ResultsCollation,
 				MultiStatementsOff: s.state.MultiStatementsOff, FoundRows: s.state.FoundRows},
 		}
 		e.state.Sum() // computed before sessions share it
-		e.info = sqlscan.Scan(e.sql)
+		e.info = s.scan(e.sql)
 	}
 	ok, defs, err := c.Prepare(ctx, e.id, e.sql, true)
 	var me *mysqlwire.Error
@@ -145,6 +156,9 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		// The server refused the statement: its error, as it sent it.
 		res := result{err: me}
 		s.noteDiagnostics(ctx, c, &res, &sqlscan.Info{}, s.pinned != nil)
+		if userVar {
+			c.MarkDirty() // the variable may exist already
+		}
 		s.releaseIfUnpinned(c)
 		s.errs++
 		return s.w.WriteERR(me)
@@ -152,6 +166,7 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		return s.backendFailed(c, &result{}, err)
 	}
 	meta := &stmtMeta{columns: ok.Columns, defs: defs}
+	e.verify(gen)
 	if cached {
 		e.update(ok.Columns, defs)
 		handed = true
@@ -165,8 +180,12 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		}
 	}
 	res := result{warnings: ok.Warnings}
-	s.noteDiagnostics(ctx, c, &res, &sqlscan.Info{}, s.pinned != nil)
-	s.releaseIfUnpinned(c)
+	s.noteDiagnostics(ctx, c, &res, &sqlscan.Info{}, s.pinned != nil || userVar)
+	if userVar {
+		s.setPinned(c, s.pins|pinUserVariable)
+	} else {
+		s.releaseIfUnpinned(c)
+	}
 	return s.writePrepareOK(s.addStmt(e), e, meta, ok.Warnings)
 }
 
@@ -347,6 +366,7 @@ func (s *Session) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (u
 			return 0, err
 		}
 	}
+	gen := s.srv.ddlGen.Load()
 	ok, defs, err := c.Prepare(ctx, e.id, e.sql, true)
 	if back && !c.Broken() {
 		if serr := c.Sync(ctx, &s.state); serr != nil {
@@ -366,6 +386,7 @@ func (s *Session) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (u
 		return 0, stmtErr(erNeedReprepare, "Prepared statement needs to be re-prepared")
 	}
 	e.update(ok.Columns, defs)
+	e.verify(gen)
 	return ok.StmtID, nil
 }
 

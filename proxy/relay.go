@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
 )
 
@@ -42,15 +45,33 @@ type result struct {
 	resultSet bool   // the last result was a result set
 	rows      uint64
 
-	// stateChanged: the server flagged a session state change;
-	// tracked: some of it was schema or variables tpproxy records.
+	// stateChanged: the server flagged a session state change other than
+	// of transaction state (okChange: in an OK with the details;
+	// eofChange: on an EOF, which has no room for them); tracked: some of
+	// it was schema or variables tpproxy records.
 	stateChanged bool
+	okChange     bool
+	eofChange    bool
 	tracked      bool
 	unreplayable bool // the client set a variable that cannot be replayed
 	charsetOnly  bool // character_set_connection changed without collation_connection
-	// scoped: SET STATEMENT ... FOR, NOWAIT or WAIT n; the variables the
-	// server reports hold for that statement only and are not recorded.
-	scoped bool
+	// liidTracked: the server reported LAST_INSERT_ID() for a statement
+	// that sets it (setsInsertID: SET LAST_INSERT_ID = n).
+	liidTracked  bool
+	setsInsertID bool
+	// chistics is the latest report of pending transaction
+	// characteristics (chisticsUnreported when there was none).
+	chistics int8
+	// scopedVars are SET STATEMENT's variables and lockScoped marks NOWAIT
+	// or WAIT n: what the server reports for them holds for the one
+	// statement only and is not recorded.
+	scopedVars []string
+	lockScoped bool
+	// routine: the statement uses a stored routine, trigger, view or
+	// column default that may leave session state (routineFlags: the
+	// scanner flags of their bodies).
+	routine      bool
+	routineFlags sqlscan.Flags
 
 	// cursor: the server opened a cursor; rows come with COM_STMT_FETCH.
 	cursor bool
@@ -197,6 +218,7 @@ func (s *Session) relayEOF(c *pool.Conn, raw []byte, res *result) {
 	res.hasStatus = true
 	if res.status&mysqlwire.StatusSessionStateChanged != 0 {
 		res.stateChanged = true
+		res.eofChange = true
 		p[4] &^= byte(mysqlwire.StatusSessionStateChanged >> 8)
 	}
 	s.toClient(c, raw, res)
@@ -235,7 +257,6 @@ func (s *Session) relayOK(c *pool.Conn, p []byte, res *result) (more bool, err e
 // track applies session state changes reported by the server to the
 // session and to the connection it ran on.
 func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
-	res.stateChanged = true
 	sawConn, sawColl := false, false
 	for len(info) > 0 {
 		e, rest, err := mysqlwire.NextStateEntry(info)
@@ -245,12 +266,26 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 		info = rest
 		switch e.Type {
 		case mysqlwire.TrackSystemVariables:
+			res.stateChanged, res.okChange = true, true
 			name, value, err := mysqlwire.SystemVariable(e.Data)
 			if err != nil {
 				return fmt.Errorf("%w: session state: %w", errProtocol, err)
 			}
-			if res.scoped {
+			n := strings.ToLower(string(name))
+			if slices.Contains(res.scopedVars, n) || res.lockScoped && (n == "lock_wait_timeout" || n == "innodb_lock_wait_timeout") {
 				continue
+			}
+			switch n {
+			case "last_insert_id", "identity":
+				if v, err := strconv.ParseUint(string(value), 10, 64); err == nil && res.setsInsertID {
+					s.lastInsertID, res.liidTracked = v, true
+					c.SetLastInsertID(v, true)
+				}
+				continue
+			case "pseudo_thread_id":
+				if v, err := strconv.ParseUint(string(value), 10, 32); err == nil {
+					s.connID = uint32(v)
+				}
 			}
 			switch varClass(name) {
 			case varIgnored:
@@ -259,7 +294,7 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 				res.unreplayable = true
 				continue
 			}
-			n, v := strings.ToLower(string(name)), string(value)
+			v := string(value)
 			s.state.SetVar(n, v)
 			c.State().SetVar(n, v)
 			s.tracked = append(s.tracked, n)
@@ -271,6 +306,7 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 				sawColl = true
 			}
 		case mysqlwire.TrackSchema:
+			res.stateChanged, res.okChange = true, true
 			name, err := mysqlwire.TrackedSchema(e.Data)
 			if err != nil {
 				return fmt.Errorf("%w: session state: %w", errProtocol, err)
@@ -278,6 +314,10 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 			s.state.SetSchema(string(name))
 			c.State().SetSchema(string(name))
 			res.tracked = true
+		case mysqlwire.TrackStateChange:
+			res.stateChanged, res.okChange = true, true
+		case mysqlwire.TrackTransactionChar:
+			res.chistics = chisticsOf(e.Data)
 		}
 	}
 	if sawConn && !sawColl {
@@ -297,7 +337,7 @@ func varClass(name []byte) int {
 	switch string(name) {
 	case "character_set_database", "collation_database":
 		return varIgnored
-	case "insert_id", "last_insert_id", "identity", "rand_seed1", "rand_seed2",
+	case "insert_id", "rand_seed1", "rand_seed2",
 		"pseudo_thread_id", "gtid_next", "gtid_seq_no", "gtid_domain_id", "server_id":
 		return varUnreplayable
 	}

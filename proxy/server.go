@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tpproxy/tpproxy/internal/catalog"
 	"github.com/tpproxy/tpproxy/internal/histogram"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/netx"
@@ -53,6 +54,13 @@ type Config struct {
 	// holds any more stay cached for the next PREPARE of the same text.
 	// Statements sessions hold are always cached. Default 4096.
 	StatementCacheSize int
+	// CatalogTTL is how long what tpproxy learnt from the server about
+	// statements and schema objects stays trusted: a PREPARE the server
+	// accepted, and which routines, triggers, views and column defaults
+	// may leave session state. DDL run through tpproxy invalidates it at
+	// once; changes made on the server directly are seen after at most
+	// this long. Default 1s; negative means ask the server every time.
+	CatalogTTL time.Duration
 	// Logger receives session events. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -73,6 +81,9 @@ func (c *Config) validate() error {
 	}
 	if c.StatementCacheSize <= 0 {
 		c.StatementCacheSize = defaultStatementCache
+	}
+	if c.CatalogTTL == 0 {
+		c.CatalogTTL = time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -105,6 +116,14 @@ type Server struct {
 	nextOwner atomic.Uint64
 	// maxPacket is the max_allowed_packet sessions enforce.
 	maxPacket atomic.Int64
+	// backendVer caches the backend's version string once known.
+	backendVer atomic.Pointer[string]
+	// ddlGen counts statements that may have changed schema objects or
+	// privileges (DDL, GRANT, CALL, ...); caches of what the server
+	// answered are trusted only within one generation.
+	ddlGen atomic.Uint64
+	// catalog knows the schema objects that may leave session state.
+	catalog *catalog.Catalog
 
 	// mu guards sessions and listeners.
 	mu        sync.Mutex
@@ -145,6 +164,7 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 		sessions: make(map[uint32]*Session),
 	}
 	srv.stmtCache = newStmtCache(cfg.StatementCacheSize)
+	srv.catalog = catalog.New(cfg.CatalogTTL)
 	srv.metrics.duration = histogram.New(nil)
 	srv.maxClients.Store(int64(cfg.MaxClientConnections))
 	srv.slowQueue.Store(int64(cfg.SlowQueue))
@@ -350,6 +370,19 @@ func (srv *Server) serverVersion() string {
 		return v
 	}
 	return "8.0.36-tpproxy"
+}
+
+// backendVersion is the backend server's own version string ("" until a
+// connection has been made), which decides how it lexes statements.
+func (srv *Server) backendVersion() string {
+	if v := srv.backendVer.Load(); v != nil {
+		return *v
+	}
+	v := srv.pool.ServerVersion()
+	if v != "" {
+		srv.backendVer.Store(&v)
+	}
+	return v
 }
 
 // serverCounters are the front end's event counts.

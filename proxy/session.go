@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/tpproxy/tpproxy/internal/catalog"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
@@ -46,15 +49,52 @@ type Session struct {
 	pinned *pool.Conn
 	pins   pinReason
 
+	// lastInsertID is the session's LAST_INSERT_ID() (see noteInsertID).
 	lastInsertID uint64
 	rowCount     int64  // ROW_COUNT() of the last statement
 	foundRows    uint64 // FOUND_ROWS(): rows of the last result set
+	// connID is what CONNECTION_ID() returns: the session's id, or the
+	// pseudo_thread_id the client set.
+	connID uint32
+
+	// mode is how the server lexes the session's statements (sql_mode,
+	// character set, server version); modeSum is the state it is for.
+	mode    sqlscan.Mode
+	modeSum uint64
+	// catSchema is the catalog's handle on the session's default schema.
+	catSchema *catalog.Schema
+	// statePins are the pins the session's settings imply (profiling,
+	// optimizer_trace, sql_auto_is_null); completionRelease: its
+	// completion_type is RELEASE.
+	statePins         pinReason
+	completionRelease bool
+
+	// chistics: characteristics set with SET TRANSACTION for the next
+	// transaction are pending on the pinned connection, as its server
+	// last reported; chisticsUnsure: a statement may have used them up
+	// without a report (it ended in a result set or an error).
+	chistics       bool
+	chisticsUnsure bool
+	// xa is the session's XA transaction state.
+	xa xaState
+	// release: the statement just run ended with COMMIT/ROLLBACK RELEASE
+	// (or completion_type=RELEASE); the server closed its connection and
+	// the session ends.
+	release bool
+
+	// idleTimeout is the wait_timeout that closes the session after that
+	// long without a command (0: none); deadlineSet is when the read
+	// deadline was last moved.
+	idleTimeout time.Duration
+	deadlineSet time.Time
 
 	// diag is the copy of the diagnostics (SHOW WARNINGS) the last
 	// statement left, taken when the session released its backend;
-	// warningCount is @@warning_count.
+	// warningCount is @@warning_count. diagLocal: the copy is newer than
+	// what the pinned connection holds (tpproxy answered an error itself).
 	diag         []diagnostic
 	warningCount uint16
+	diagLocal    bool
 	// tracked lists the variables the server reported changed by the
 	// statement running now.
 	tracked []string
@@ -106,6 +146,7 @@ func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
 		s.pool = extra.pool
 	}
 	s.id = srv.nextID()
+	s.connID = s.id
 	s.task.ConnID = s.id
 	s.r = mysqlwire.NewReader(nc, s.small[:], srv.bufs)
 	s.r.MaxPacket = int(srv.maxPacket.Load())
@@ -144,6 +185,8 @@ func (s *Session) run(ctx context.Context) {
 	s.logger().Debug("session started")
 	s.publish()
 	for {
+		s.refreshDerived()
+		s.armIdleTimeout()
 		s.idle.Store(true)
 		if s.srv.draining.Load() && !s.holdsWork() {
 			s.logger().Debug("session closed: tpproxy is shutting down")
@@ -159,6 +202,11 @@ func (s *Session) run(ctx context.Context) {
 		}
 		if err != nil && s.srv.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
 			s.logger().Debug("session closed: tpproxy is shutting down")
+			return
+		}
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && s.idleTimeout > 0 {
+			s.idleTimedOut()
+			s.logEnd(errIdleTimeout)
 			return
 		}
 		if err != nil {
@@ -237,7 +285,8 @@ func (s *Session) holdsWork() bool { return s.pinned != nil && s.pins&drainPins 
 func (s *Session) logEnd(err error) {
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, errKilled):
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, errKilled),
+		errors.Is(err, errIdleTimeout), errors.Is(err, errReleased):
 		s.logger().Debug("session ended", "err", err)
 	default:
 		s.logger().Info("session ended", "err", err)
@@ -249,13 +298,26 @@ func (s *Session) logEnd(err error) {
 func (s *Session) teardown() {
 	s.dropStmts()
 	if s.pinned != nil {
-		s.pinned.MarkDirty() // whatever pinned it must not reach the next user
-		s.pool.Release(s.pinned)
-		s.pinned = nil
+		s.releasePinned()
 	}
 	s.pinsNow.Store(0)
 	_ = s.nc.Close()
 	s.w.Release()
+}
+
+// releasePinned gives back the pinned connection of a session that ends
+// (or resets) with whatever state it holds: the pool resets it, or closes
+// it when a reset would not clear that state — a prepared XA branch (kept
+// for recovery only when its connection disconnects) or the statement
+// history of profiling, which COM_RESET_CONNECTION keeps.
+func (s *Session) releasePinned() {
+	c := s.pinned
+	s.pinned = nil
+	c.MarkDirty() // whatever pinned it must not reach the next user
+	if s.xa != xaNone || s.pins&pinProfiling != 0 {
+		c.Retire()
+	}
+	s.pool.Release(c)
 }
 
 // closeConn closes the client connection from another goroutine; the
@@ -272,13 +334,21 @@ func (s *Session) initState(db string) {
 		Vars:               pool.CharsetVars(s.collation.charset, s.collation.name),
 		MultiStatementsOff: s.caps&capMultiStatements == 0,
 		FoundRows:          s.caps&capFoundRows != 0,
+		// The login collation is the results collation too.
+		ResultsCollation: s.collation.name,
 	}
+	// The server gives an interactive client interactive_timeout as its
+	// wait_timeout.
+	if d := s.pool.SessionDefaults(); s.caps&capInteractive != 0 && d.InteractiveTimeout != d.WaitTimeout && d.InteractiveTimeout > 0 {
+		s.state.SetVar("wait_timeout", strconv.FormatInt(d.InteractiveTimeout, 10))
+	}
+	s.modeSum = 0
 }
 
 // checkSchema validates the session's schema on a backend connection, as
 // the server does for a login or COM_CHANGE_USER naming one.
 func (s *Session) checkSchema(ctx context.Context) error {
-	c, err := s.backend(ctx)
+	c, err := s.backendFor(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -286,10 +356,23 @@ func (s *Session) checkSchema(ctx context.Context) error {
 	return nil
 }
 
-// writeErr sends an ERR packet for err.
+// writeErr sends an ERR packet for err. The error becomes the session's
+// diagnostics, as the server's own errors do: SHOW ERRORS and
+// @@error_count see it.
 func (s *Session) writeErr(err error) error {
 	s.errs++
-	return s.w.WriteERR(sqlError(err))
+	e := sqlError(err)
+	s.noteOwnError(e)
+	return s.w.WriteERR(e)
+}
+
+// noteOwnError records an error tpproxy answered itself as the session's
+// diagnostics.
+func (s *Session) noteOwnError(e *mysqlwire.Error) {
+	s.diag = append(s.diag[:0], diagnostic{level: "Error", code: e.Code, message: e.Message, state: e.State})
+	s.warningCount = 1
+	s.diagLocal = true
+	s.rowCount = -1
 }
 
 // writeOK sends an OK packet with the session's current status.
@@ -313,6 +396,13 @@ func (s *Session) status() uint16 {
 // backend returns the connection for the session's next statement: its
 // pinned one, or one from the pool brought to the session's state.
 func (s *Session) backend(ctx context.Context) (*pool.Conn, error) {
+	return s.backendFor(ctx, true)
+}
+
+// backendFor is backend; lenient lets a session whose default schema was
+// dropped go on without one (false: the schema was just asked for, and
+// its absence is the answer).
+func (s *Session) backendFor(ctx context.Context, lenient bool) (*pool.Conn, error) {
 	c := s.pinned
 	if c == nil {
 		var err error
@@ -325,6 +415,16 @@ func (s *Session) backend(ctx context.Context) (*pool.Conn, error) {
 			s.pool.Release(c)
 		} else if c.Broken() {
 			s.loseBackend()
+		}
+		var me *mysqlwire.Error
+		if errors.As(err, &me) && me.Code == erBadDB && lenient && s.state.Schema != "" && s.pinned == nil {
+			// Someone dropped the session's default schema. Its own
+			// server connection would keep the name; no other can be
+			// given it, so the session goes on without one (a
+			// documented limit) instead of failing every statement.
+			s.logger().Debug("default schema no longer exists; continuing without one", "schema", s.state.Schema)
+			s.state.SetSchema("")
+			return s.backend(ctx)
 		}
 		return nil, err
 	}
@@ -379,14 +479,16 @@ func (s *Session) setPinned(c *pool.Conn, pins pinReason) {
 func (s *Session) unpinForReset() {
 	s.dropStmts()
 	if s.pinned != nil {
-		s.pinned.MarkDirty()
-		s.pool.Release(s.pinned)
-		s.pinned = nil
+		s.releasePinned()
 	}
 	s.pins = 0
+	s.xa = xaNone
+	s.chistics, s.chisticsUnsure = false, false
+	s.connID = s.id
 	s.lastInsertID = 0
 	s.rowCount = -1
 	s.foundRows = 0
 	s.diag = s.diag[:0]
 	s.warningCount = 0
+	s.diagLocal = false
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
@@ -20,6 +21,10 @@ type stmtKey struct {
 	user   string
 	schema string
 	sum    uint64
+	// private is the owner of a session with temporary tables: its
+	// statements may name them, which no other session can see, so they
+	// are not shared (0: shared).
+	private uint64
 }
 
 // cachedStmt is a prepared statement known to the proxy: its text, the
@@ -37,6 +42,14 @@ type cachedStmt struct {
 
 	// meta is the metadata of the latest COM_STMT_PREPARE response.
 	meta atomic.Pointer[stmtMeta]
+	// verified is when a backend last accepted the statement, and
+	// verifiedGen the DDL generation (Server.ddlGen) then: a PREPARE is
+	// answered from the cache only while both are current, so that a
+	// table dropped, altered or a privilege revoked through tpproxy is
+	// seen at once, and one changed directly on the server within
+	// catalog_ttl.
+	verified    atomic.Int64 // unix nanoseconds
+	verifiedGen atomic.Uint64
 
 	// Guarded by stmtCache.mu.
 	refs       int // client statements using it
@@ -56,6 +69,17 @@ func (e *cachedStmt) update(columns uint16, defs [][]byte) {
 	if m := e.meta.Load(); m == nil || m.columns != columns || !sameDefs(m.defs, defs) {
 		e.meta.Store(&stmtMeta{columns: columns, defs: defs})
 	}
+}
+
+// verify records that a backend just accepted the statement.
+func (e *cachedStmt) verify(gen uint64) {
+	e.verifiedGen.Store(gen)
+	e.verified.Store(time.Now().UnixNano())
+}
+
+// fresh reports whether the last acceptance still stands for gen and ttl.
+func (e *cachedStmt) fresh(gen uint64, ttl time.Duration) bool {
+	return e.verifiedGen.Load() == gen && time.Since(time.Unix(0, e.verified.Load())) < ttl
 }
 
 // stmtCache is the process-wide statement cache. Entries in use by client

@@ -261,8 +261,18 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 		Users:                users,
 		TLS:                  tlsConf,
 		SlowQueue:            cfg.Log.SlowQueue,
+		CatalogTTL:           catalogTTL(cfg.CatalogTTL),
 		Logger:               log,
 	}, nil
+}
+
+// catalogTTL maps the file's catalog_ttl (0: read every time) onto the
+// proxy's (0: the default, negative: every time).
+func catalogTTL(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // proxyUsers maps the file's users onto the proxy's.

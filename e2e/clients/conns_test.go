@@ -226,9 +226,11 @@ func runClient(c *client.Conn, i int, ids *sync.Map) error {
 	if err := c.Begin(); err != nil {
 		return fmt.Errorf("BEGIN: %w", err)
 	}
-	// @@pseudo_thread_id is the backend thread's own id (CONNECTION_ID()
-	// is answered by the proxy).
-	if _, err := c.Execute(fmt.Sprintf("INSERT INTO conc_log VALUES (%d, %d, @@pseudo_thread_id)", i, id)); err != nil {
+	// The backend thread's own id: the statement finds itself in the
+	// processlist by a marker (CONNECTION_ID() and @@pseudo_thread_id are
+	// the session's id through the proxy).
+	if _, err := c.Execute(fmt.Sprintf("INSERT INTO conc_log VALUES (%d, %d, "+
+		"(SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '%%conc_mark_%d_%%' LIMIT 1))", i, id, i)); err != nil {
 		_ = c.Rollback()
 		return fmt.Errorf("INSERT: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -568,4 +569,21 @@ func reportFirst(t testing.TB, errs <-chan error) {
 	if !t.Failed() && len(cancelled) > 0 {
 		t.Error(cancelled[0])
 	}
+}
+
+// threadMarks numbers the markers threadExpr puts in statements.
+var threadMarks atomic.Uint64
+
+// threadExpr returns an SQL expression whose value is the server thread the
+// statement runs on. CONNECTION_ID() cannot tell: through tpproxy it is the
+// session's own id in every form. The statement finds itself in the
+// processlist by a marker unique to this call.
+func threadExpr() string {
+	return fmt.Sprintf("(SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '%%tpp_thread_%d_%%' LIMIT 1)", threadMarks.Add(1))
+}
+
+// backendThread returns the server thread c's next statement runs on.
+func backendThread(t testing.TB, c querier) int64 {
+	t.Helper()
+	return mustInt(t, c, "SELECT "+threadExpr()+" AS th")
 }

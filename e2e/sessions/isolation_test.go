@@ -294,7 +294,7 @@ func TestReplayedSessionVariables(t *testing.T) {
 			}
 			threads := map[string]bool{}
 			for i := 0; i < 200 && len(threads) < 2; i++ {
-				r := mustRow(t, s, "SELECT "+tc.probe+", CONNECTION_ID() AS c")
+				r := mustRow(t, s, "SELECT "+tc.probe+", "+threadExpr()+" AS c")
 				if r.str(0) != want {
 					t.Errorf("statement %d (backend %s): %s = %q, want %q", i, r.str(1), tc.probe, r.str(0), want)
 					break

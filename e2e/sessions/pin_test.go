@@ -38,7 +38,12 @@ type pinCase struct {
 	// gone checks on a session that uses the backend after the state
 	// should have been cleared (reset, disconnect) that nothing is left.
 	gone func(t *testing.T, c querier, e *pinEnv)
-	// noReset: the pin leaves nothing that needs COM_RESET_CONNECTION.
+	// keptByReset: COM_RESET_CONNECTION does not end the pin, as the
+	// server keeps what it pins for (the profile history).
+	keptByReset bool
+	// noReset: the pin leaves nothing that needs COM_RESET_CONNECTION, or
+	// something a reset would not clear, so the connection is closed
+	// (retired) instead.
 	noReset bool
 }
 
@@ -138,14 +143,39 @@ func pinCases() []pinCase {
 			}
 		},
 	}, {
-		reason: "last_insert_id_expr", kind: pinSticky,
-		pin: []string{"SELECT LAST_INSERT_ID(4242)"},
+		// A stored function assigns a user variable: the server reports
+		// nothing, the catalog knows the function's body.
+		reason: "stored_routine", kind: pinSticky,
+		pin: []string{"SELECT pin_set_var()"},
 		hold: func(t *testing.T, c querier, e *pinEnv) {
-			wantInt(t, c, "SELECT LAST_INSERT_ID() AS v", 4242)
+			wantInt(t, c, "SELECT @tpp_fv", 7)
 		},
 		gone: func(t *testing.T, c querier, e *pinEnv) {
-			wantInt(t, c, "SELECT LAST_INSERT_ID() AS v", 0)
+			wantInt(t, c, "SELECT @tpp_fv IS NULL", 1)
 		},
+	}, {
+		// COM_RESET_CONNECTION keeps the profile history: the connection is
+		// closed instead.
+		reason: "profiling", kind: pinSticky, noReset: true, keptByReset: true,
+		pin: []string{"SET profiling = 1", "SELECT 1"},
+		hold: func(t *testing.T, c querier, e *pinEnv) {
+			if rows := mustRows(t, c, "SHOW PROFILES"); len(rows) == 0 {
+				t.Fatal("SHOW PROFILES is empty after profiled statements")
+			}
+		},
+		gone: func(t *testing.T, c querier, e *pinEnv) {
+			wantInt(t, c, "SELECT @@profiling", 0)
+			if rows := mustRows(t, c, "SHOW PROFILES"); len(rows) != 0 {
+				t.Fatalf("SHOW PROFILES shows %d statements of a session that left", len(rows))
+			}
+		},
+	}, {
+		reason: "sql_auto_is_null", kind: pinEnds,
+		pin: []string{"SET sql_auto_is_null = 1"},
+		hold: func(t *testing.T, c querier, e *pinEnv) {
+			wantInt(t, c, "SELECT @@sql_auto_is_null", 1)
+		},
+		end: []string{"SET sql_auto_is_null = 0"},
 	}, {
 		reason: "unreplayable_variable", kind: pinSticky,
 		pin: []string{"SET insert_id = 777"},
@@ -177,12 +207,16 @@ func pinCases() []pinCase {
 			wantInt(t, c, "SELECT LASTVAL(pin_seq) IS NULL", 1)
 		},
 	}, {
-		reason: "xa", kind: pinSticky,
+		// The connection of a session that leaves in XA is closed, not
+		// reset: the server keeps a prepared branch only for a
+		// disconnected one.
+		reason: "xa", kind: pinEnds, noReset: true,
 		pin: []string{"XA START 'tpp_xa'", "INSERT INTO pin_t (v) VALUES (113)"},
 		hold: func(t *testing.T, c querier, e *pinEnv) {
 			wantInt(t, c, "SELECT COUNT(*) FROM pin_t WHERE v = 113", 1)
 			wantInt(t, e.direct, "SELECT COUNT(*) FROM pin_t WHERE v = 113", 0)
 		},
+		end: []string{"XA END 'tpp_xa'", "XA ROLLBACK 'tpp_xa'"},
 		gone: func(t *testing.T, c querier, e *pinEnv) {
 			wantInt(t, e.direct, "SELECT COUNT(*) FROM pin_t WHERE v = 113", 0)
 			// The xid is free again: nothing holds it on any connection.
@@ -193,12 +227,13 @@ func pinCases() []pinCase {
 		pin: []string{"SELECT SQL_CALC_FOUND_ROWS v FROM pin_t LIMIT 1"},
 		next: func(t *testing.T, c querier, e *pinEnv) {
 			want := mustInt(t, e.direct, "SELECT COUNT(*) FROM pin_t")
-			r := mustRow(t, c, "SELECT FOUND_ROWS() AS n, CONNECTION_ID() AS c")
+			r := mustRow(t, c, "SELECT FOUND_ROWS() AS n, "+threadExpr()+" AS c")
 			if r.int(0) != want || r.int(1) != int64(e.th) {
 				t.Fatalf("FOUND_ROWS(), CONNECTION_ID() = %v, want (%d, %d)", r, want, e.th)
 			}
 		},
 	}, {
+		// It lasts until the transaction it applies to has run.
 		reason: "next_transaction", kind: pinOneShot,
 		pin: []string{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"},
 		next: func(t *testing.T, c querier, e *pinEnv) {
@@ -242,7 +277,7 @@ func trxIsolation(t *testing.T, c querier) string {
 	var level string
 	eventuallyEvery(t, waitTimeout, innodbPoll, "the transaction in INNODB_TRX", func() bool {
 		rows := mustRows(t, c, `SELECT trx_isolation_level FROM information_schema.INNODB_TRX
-			WHERE trx_mysql_thread_id = CONNECTION_ID()`)
+			WHERE trx_mysql_thread_id = `+threadExpr())
 		if len(rows) == 1 {
 			level = rows[0].str(0)
 		}
@@ -259,10 +294,13 @@ func pinFixtures(t *testing.T, root *sql.DB) {
 	rootExec(t, root,
 		"DROP SEQUENCE IF EXISTS "+db+".pin_seq", "CREATE SEQUENCE "+db+".pin_seq",
 		"DROP PROCEDURE IF EXISTS "+db+".pin_set_tz",
-		"CREATE PROCEDURE "+db+".pin_set_tz() SET SESSION time_zone = '+05:00'")
+		"CREATE PROCEDURE "+db+".pin_set_tz() SET SESSION time_zone = '+05:00'",
+		"DROP FUNCTION IF EXISTS "+db+".pin_set_var",
+		"CREATE FUNCTION "+db+".pin_set_var() RETURNS INT BEGIN SET @tpp_fv = 7; RETURN 1; END")
 	t.Cleanup(func() {
 		_, _ = root.Exec("DROP SEQUENCE IF EXISTS " + db + ".pin_seq")
 		_, _ = root.Exec("DROP PROCEDURE IF EXISTS " + db + ".pin_set_tz")
+		_, _ = root.Exec("DROP FUNCTION IF EXISTS " + db + ".pin_set_var")
 	})
 }
 
@@ -286,7 +324,7 @@ func TestPinReasons(t *testing.T) {
 			e.th = waitPinned(t, px, a.ID, tc.reason).BackendThread
 			if tc.kind != pinOneShot {
 				for i := range 5 {
-					if got := mustInt(t, a, "SELECT CONNECTION_ID() AS c"); got != int64(e.th) {
+					if got := backendThread(t, a); got != int64(e.th) {
 						t.Fatalf("statement %d after pinning ran on backend thread %d, pinned to %d", i, got, e.th)
 					}
 					if in := waitPinned(t, px, a.ID, tc.reason); in.BackendThread != e.th {
@@ -306,13 +344,23 @@ func TestPinReasons(t *testing.T) {
 				tc.next(t, a, e)
 				waitUnpinned(t, px, a.ID)
 			case pinSticky:
-				resets := px.Pool.Stats().Resets
+				before := px.Pool.Stats()
 				if err := a.Reset(); err != nil {
 					t.Fatalf("COM_RESET_CONNECTION: %v", err)
 				}
+				if tc.keptByReset {
+					if in := waitPinned(t, px, a.ID, tc.reason); in.BackendThread != e.th {
+						t.Fatalf("after the reset the session is pinned to %d, was %d", in.BackendThread, e.th)
+					}
+					break
+				}
 				waitUnpinned(t, px, a.ID)
-				if got := px.Pool.Stats().Resets; got <= resets {
-					t.Errorf("pool resets %d -> %d: the backend that held the state was not reset", resets, got)
+				after := px.Pool.Stats()
+				if !tc.noReset && after.Resets <= before.Resets {
+					t.Errorf("pool resets %d -> %d: the backend that held the state was not reset", before.Resets, after.Resets)
+				}
+				if tc.noReset && after.Retired <= before.Retired {
+					t.Errorf("pool retired %d -> %d: the backend that held the state was not closed", before.Retired, after.Retired)
 				}
 				tc.gone(t, a, e)
 			}
@@ -337,16 +385,15 @@ func TestPinStateDoesNotLeak(t *testing.T) {
 			a := openSession(t, px.DSN())
 			mustExec(t, a, tc.pin...)
 			e.th = waitPinned(t, px, a.ID, tc.reason).BackendThread
-			resets := px.Pool.Stats().Resets
+			before := px.Pool.Stats()
 			a.Close()
 			waitGone(t, px, a.ID)
-			if !tc.noReset {
-				eventually(t, waitTimeout, "the pool to reset the backend of a disconnected pinned session", func() bool {
-					return px.Pool.Stats().Resets > resets
-				})
-			}
+			eventually(t, waitTimeout, "the pool to reset or close the backend of a disconnected pinned session", func() bool {
+				st := px.Pool.Stats()
+				return st.Resets > before.Resets || st.Retired > before.Retired || tc.noReset && tc.kind == pinEnds
+			})
 			b := openSession(t, px.DSN())
-			if got := mustInt(t, b, "SELECT CONNECTION_ID() AS c"); got != int64(e.th) {
+			if got := backendThread(t, b); got != int64(e.th) {
 				t.Logf("backend thread %d replaced by %d", e.th, got)
 			} else {
 				t.Logf("next session runs on the same backend thread %d", got)

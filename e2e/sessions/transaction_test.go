@@ -64,10 +64,10 @@ func TestTransactions(t *testing.T) {
 		stop := startNoise(t, px, 4, "SELECT CONNECTION_ID() AS c, COUNT(*) FROM tx_t")
 		defer stop()
 		mustExec(t, a, "BEGIN")
-		th := mustInt(t, a, "SELECT CONNECTION_ID() AS c")
+		th := backendThread(t, a)
 		for i := range 20 {
 			mustExec(t, a, fmt.Sprintf("INSERT INTO tx_t (v) VALUES (%d)", 300+i))
-			if got := mustInt(t, a, "SELECT CONNECTION_ID() AS c"); got != th {
+			if got := backendThread(t, a); got != th {
 				t.Fatalf("statement %d of the transaction ran on backend thread %d, it began on %d", i, got, th)
 			}
 		}

@@ -85,6 +85,13 @@ type Config struct {
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 	// WatchConfig reloads the file when it changes on disk, as SIGHUP does.
 	WatchConfig bool `mapstructure:"watch_config"`
+	// CatalogTTL is how long tpproxy trusts what it read from the server's
+	// catalog: which stored routines, triggers, views and column defaults
+	// may leave session state, and which prepared statements the server
+	// accepts. DDL through tpproxy invalidates it at once; DDL made on the
+	// server directly is seen after at most this long. 0 reads it again for
+	// every statement that needs it.
+	CatalogTTL time.Duration `mapstructure:"catalog_ttl"`
 }
 
 // ThreadPool configures the thread-group scheduler, with the meaning of the
@@ -262,5 +269,6 @@ func Default() Config {
 		Log:             Log{Level: LogLevelInfo, Format: LogFormatText, SlowQueue: time.Second},
 		ShutdownTimeout: 30 * time.Second,
 		WatchConfig:     true,
+		CatalogTTL:      time.Second,
 	}
 }

@@ -58,6 +58,9 @@ func (c *Config) Validate() error {
 	if c.Log.SlowQueue < 0 {
 		v.addf("log.slow_queue", "must be 0 (off) or greater, got %s", c.Log.SlowQueue)
 	}
+	if c.CatalogTTL < 0 {
+		v.addf("catalog_ttl", "must be 0 (read the catalog every time) or greater, got %s", c.CatalogTTL)
+	}
 	if c.ShutdownTimeout < 0 {
 		v.addf("shutdown_timeout", "must be 0 (close at once) or greater, got %s", c.ShutdownTimeout)
 	}

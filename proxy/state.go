@@ -1,0 +1,426 @@
+package proxy
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/pool"
+)
+
+// Session state the server keeps per connection and does not report in
+// full. Each rule here exists because an adversarial run found a
+// multiplexed session observing something a direct one would not (see
+// DESIGN.md §4, "Lessons from adversarial runs").
+
+// xaState is where a session's XA transaction is.
+type xaState uint8
+
+const (
+	xaNone     xaState = iota
+	xaActive           // XA START ... XA END: the branch is open on the connection
+	xaPrepared         // XA PREPARE: the branch survives only a disconnect of its connection
+	xaUnknown          // XA inside a multi-statement query: assume the worst
+)
+
+// noteXA follows the session's XA state through a statement that
+// succeeded. A prepared branch is recoverable by other sessions only once
+// its connection disconnects; COM_RESET_CONNECTION instead leaves the
+// connection broken (ERR 1031 on every InnoDB write, MariaDB 10.11) and the
+// branch orphaned, so such a connection is closed, never reset (retire).
+func (s *Session) noteXA(info *sqlscan.Info, res *result) {
+	if info.Flags&sqlscan.FlagXA == 0 || res.err != nil {
+		return
+	}
+	if info.Multi {
+		s.xa = xaUnknown
+		return
+	}
+	switch info.XA {
+	case sqlscan.XAStart, sqlscan.XAEnd:
+		if s.xa != xaPrepared {
+			s.xa = xaActive
+		}
+	case sqlscan.XAPrepare:
+		s.xa = xaPrepared
+	case sqlscan.XACommit, sqlscan.XARollback:
+		// Committing another session's recovered branch leaves ours as
+		// it is; ours can only be ended by these statements on its own
+		// connection, which is where a session in XA runs them.
+		if s.xa != xaUnknown {
+			s.xa = xaNone
+		}
+	}
+}
+
+// refreshDerived recomputes what follows from the session state when it
+// changed: how the server lexes its statements, its idle timeout, and the
+// settings that make it pin.
+func (s *Session) refreshDerived() {
+	sum := s.state.Sum()
+	if sum == s.modeSum && s.mode.Version != 0 {
+		return
+	}
+	s.modeSum = sum
+	d := s.pool.SessionDefaults()
+	m := sqlscan.Mode{}
+	m.Version, m.MariaDB = sqlscan.ParseVersion(s.srv.backendVersion())
+	mode, ok := s.state.Var("sql_mode")
+	if !ok {
+		mode = d.SQLMode
+	}
+	for _, w := range strings.Split(mode, ",") {
+		switch strings.ToUpper(strings.TrimSpace(w)) {
+		case "NO_BACKSLASH_ESCAPES":
+			m.NoBackslashEscapes = true
+		case "ANSI_QUOTES", "ANSI":
+			m.AnsiQuotes = true
+		}
+	}
+	if cs, ok := s.state.Var("character_set_client"); ok {
+		m.Charset = sqlscan.MBCharsetOf(cs)
+	}
+	s.mode = m
+
+	timeout := d.WaitTimeout
+	if v, ok := s.state.Var("wait_timeout"); ok {
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			timeout = int64(n)
+		}
+	}
+	s.idleTimeout = time.Duration(timeout) * time.Second
+	s.deadlineSet = time.Time{}
+
+	s.statePins = 0
+	if v, ok := s.state.Var("profiling"); ok && isOn(v) {
+		s.statePins |= pinProfiling
+	}
+	if v, ok := s.state.Var("optimizer_trace"); ok && strings.Contains(strings.ToLower(v), "enabled=on") {
+		s.statePins |= pinProfiling
+	}
+	if v, ok := s.state.Var("sql_auto_is_null"); ok && isOn(v) {
+		s.statePins |= pinAutoIsNull
+	}
+	v, _ := s.state.Var("completion_type")
+	s.completionRelease = strings.EqualFold(v, "RELEASE") || v == "2"
+}
+
+func isOn(v string) bool { return strings.EqualFold(v, "ON") || v == "1" }
+
+// scan classifies a query the way the server will lex it. A multi-statement
+// query may change sql_mode or the character set halfway, so its flags are
+// those of every way it could be lexed.
+func (s *Session) scan(q []byte) sqlscan.Info {
+	s.refreshDerived()
+	info := sqlscan.ScanMode(q, s.mode)
+	if info.Multi {
+		for _, alt := range [...]sqlscan.Mode{
+			{NoBackslashEscapes: !s.mode.NoBackslashEscapes, AnsiQuotes: s.mode.AnsiQuotes, Charset: s.mode.Charset, Version: s.mode.Version, MariaDB: s.mode.MariaDB},
+			{NoBackslashEscapes: s.mode.NoBackslashEscapes, AnsiQuotes: !s.mode.AnsiQuotes, Charset: s.mode.Charset, Version: s.mode.Version, MariaDB: s.mode.MariaDB},
+			{NoBackslashEscapes: !s.mode.NoBackslashEscapes, AnsiQuotes: !s.mode.AnsiQuotes, Charset: sqlscan.MBGBK, Version: s.mode.Version, MariaDB: s.mode.MariaDB},
+			{Charset: sqlscan.MBSJIS, Version: s.mode.Version, MariaDB: s.mode.MariaDB},
+			{Charset: sqlscan.MBBig5, Version: s.mode.Version, MariaDB: s.mode.MariaDB},
+		} {
+			info.Flags |= sqlscan.ScanMode(q, alt).Flags
+		}
+	}
+	return info
+}
+
+// armIdleTimeout moves the client read deadline to wait_timeout from now,
+// at most once a second: the server's own timeout has that resolution.
+func (s *Session) armIdleTimeout() {
+	if s.idleTimeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if !s.deadlineSet.IsZero() && now.Sub(s.deadlineSet) < time.Second {
+		return
+	}
+	s.deadlineSet = now
+	_ = s.nc.SetReadDeadline(now.Add(s.idleTimeout))
+}
+
+// errIdleTimeout ends a session idle for longer than its wait_timeout.
+var errIdleTimeout = errTimedOut{}
+
+type errTimedOut struct{}
+
+func (errTimedOut) Error() string { return "proxy: session idle longer than wait_timeout" }
+
+// idleTimedOut tells the client, as MySQL 8.0.24 and later do, that the
+// session ends for inactivity. MariaDB closes without a word.
+func (s *Session) idleTimedOut() {
+	if s.mode.MariaDB || s.mode.Version < 80024 {
+		return
+	}
+	s.w.SetSeq(0)
+	_ = s.w.WriteERR(&mysqlwire.Error{Code: 4031, State: "HY000",
+		Message: "The client was disconnected by the server because of inactivity. See wait_timeout and interactive_timeout for configuring this behavior."})
+	_ = s.w.Flush()
+}
+
+// Insert ids. The session's LAST_INSERT_ID() is the server's value on the
+// connection its last statement ran on, which the OK packet does not
+// always tell: an INSERT of an explicit value into an AUTO_INCREMENT
+// column reports that value but leaves LAST_INSERT_ID() as it was, and so
+// does the update branch of ON DUPLICATE KEY UPDATE; LAST_INSERT_ID(expr),
+// SET @@last_insert_id and a procedure's inserts report nothing. So after
+// an INSERT that reports an id the server is asked: if it now holds the
+// reported id, the INSERT generated it; otherwise the session's value did
+// not change (what the connection holds is whoever used it before). Any
+// other statement that may change it (CALL, LAST_INSERT_ID(expr), a
+// multi-statement query, ...) runs on a connection first given the
+// session's value, and what the server holds after it is the session's.
+// A statement that reads it gets the session's value on whichever
+// connection it runs (DO LAST_INSERT_ID(v) first when the connection holds
+// another).
+
+// insertIDEffect is how a statement may change LAST_INSERT_ID().
+type insertIDEffect uint8
+
+const (
+	liidNone   insertIDEffect = iota // it cannot
+	liidInsert                       // an INSERT, REPLACE or LOAD: it generates the id its OK reports, or none
+	liidAny                          // anything (a procedure, LAST_INSERT_ID(expr), several statements)
+)
+
+// insertIDEffectOf classifies a statement.
+func insertIDEffectOf(info *sqlscan.Info) insertIDEffect {
+	switch {
+	case info.Multi || info.Flags&(sqlscan.FlagLastInsertIDArg|sqlscan.FlagLastInsertIDSet) != 0:
+		return liidAny
+	}
+	k := info.Kind
+	if info.Flags&sqlscan.FlagSetStatement != 0 {
+		k = info.Inner
+	}
+	switch k {
+	case sqlscan.KindInsert, sqlscan.KindReplace, sqlscan.KindLoad:
+		return liidInsert
+	case sqlscan.KindCall, sqlscan.KindExecute:
+		return liidAny
+	case sqlscan.KindCreate:
+		if info.Flags&sqlscan.FlagFrom != 0 {
+			return liidAny // CREATE TABLE ... SELECT fills a table
+		}
+	}
+	return liidNone
+}
+
+// noteInsertID updates the session's LAST_INSERT_ID() after a statement on
+// c. The client has its answer already when the server is asked.
+func (s *Session) noteInsertID(ctx context.Context, c *pool.Conn, res *result, info *sqlscan.Info) {
+	if res.liidTracked {
+		return // SET LAST_INSERT_ID = n, reported
+	}
+	effect := insertIDEffectOf(info)
+	if effect == liidNone || effect == liidInsert && res.err == nil && res.insertID == 0 {
+		return
+	}
+	before, known := c.LastInsertID()
+	_ = s.w.Flush()
+	v, err := c.ReadLastInsertID(ctx)
+	if err != nil {
+		s.logger().Debug("could not read LAST_INSERT_ID()", "err", err)
+		c.MarkDirty()
+		return
+	}
+	switch {
+	case effect == liidAny:
+		s.lastInsertID = v // the connection started from the session's value
+	case res.err == nil && v == res.insertID:
+		s.lastInsertID = v // generated
+	case res.err != nil && known && v != before:
+		s.lastInsertID = v // a multi-row INSERT that failed halfway generated some
+	}
+}
+
+// readsInsertID reports whether a statement reads the session's
+// LAST_INSERT_ID() on the server: LAST_INSERT_ID(), @@last_insert_id,
+// @@identity, or IS NULL on an AUTO_INCREMENT column with sql_auto_is_null.
+// A statement that may set it in a way its OK does not report needs the
+// session's value on the connection too, so that "unchanged" stays the
+// session's.
+func (s *Session) readsInsertID(info *sqlscan.Info) bool {
+	return info.Flags&sqlscan.FlagLastInsertIDRead != 0 || s.statePins&pinAutoIsNull != 0 ||
+		insertIDEffectOf(info) == liidAny
+}
+
+// Transaction characteristics. SET TRANSACTION without a scope (and, on
+// MariaDB and MySQL 8, SET @@tx_isolation and friends) changes the next
+// transaction only. The server reports that in no OK packet unless
+// session_track_transaction_info is on, and it must be on before the SET,
+// so it is turned on for the connection first. The session stays pinned
+// while the server reports characteristics pending; when it could have used
+// them up silently (a statement ending in a result set or an error), the
+// report is asked for again before the session lets the connection go.
+
+// Values of result.chistics.
+const (
+	chisticsUnreported int8 = iota
+	chisticsPending
+	chisticsNone
+)
+
+// noteChistics updates the pending characteristics after a statement and
+// returns the pins with next_transaction set or cleared.
+func (s *Session) noteChistics(ctx context.Context, c *pool.Conn, res *result, pins pinReason) pinReason {
+	switch res.chistics {
+	case chisticsPending:
+		s.chistics, s.chisticsUnsure = true, false
+	case chisticsNone:
+		s.chistics, s.chisticsUnsure = false, false
+	default:
+		if s.chistics && (res.err != nil || res.resultSet) {
+			s.chisticsUnsure = true
+		}
+	}
+	if s.chistics && s.chisticsUnsure && pins&^pinNextTransaction == 0 && c.TracksTransactions() {
+		ok, err := c.ReportTransactions(ctx)
+		if err == nil {
+			switch chisticsIn(ok.SessionState) {
+			case chisticsPending:
+				s.chistics, s.chisticsUnsure = true, false
+			case chisticsNone:
+				s.chistics, s.chisticsUnsure = false, false
+			}
+		}
+	}
+	if s.chistics {
+		return pins | pinNextTransaction
+	}
+	return pins &^ pinNextTransaction
+}
+
+// chisticsIn finds the transaction characteristics entry in session state
+// data.
+func chisticsIn(info []byte) int8 {
+	got := chisticsUnreported
+	for len(info) > 0 {
+		e, rest, err := mysqlwire.NextStateEntry(info)
+		if err != nil {
+			return chisticsUnreported
+		}
+		info = rest
+		if e.Type == mysqlwire.TrackTransactionChar {
+			got = chisticsOf(e.Data)
+		}
+	}
+	return got
+}
+
+// chisticsOf reads a transaction characteristics entry: the SQL that would
+// recreate them, empty when there are none.
+func chisticsOf(data []byte) int8 {
+	v, _, err := mysqlwire.LenEncString(data)
+	if err != nil || len(v) == 0 {
+		return chisticsNone
+	}
+	return chisticsPending
+}
+
+// learnRole records the session's active roles after SET ROLE, as the
+// argument of the SET ROLE that restores them elsewhere.
+func (s *Session) learnRole(ctx context.Context, c *pool.Conn) bool {
+	var cur []byte
+	n := 0
+	err := c.Query(ctx, "SELECT CURRENT_ROLE()", func(row []byte) error {
+		f, err := mysqlwire.RowValues(nil, row)
+		if err == nil && len(f) == 1 {
+			if f[0] != nil {
+				cur = append([]byte{}, f[0]...)
+			}
+			n++
+		}
+		return err
+	})
+	if err != nil || n != 1 {
+		return false
+	}
+	arg := pool.RoleArg(cur, s.mode.MariaDB)
+	s.state.SetRole(arg)
+	c.State().SetRole(arg)
+	return true
+}
+
+// applyDefaults forgets the variables a successful SET assigned DEFAULT
+// (or timestamp = 0, which unfreezes the clock too): their value is the
+// global one again, whatever the server reported (for timestamp it reports
+// the frozen value, and replaying that would freeze NOW()).
+func (s *Session) applyDefaults(c *pool.Conn, q []byte) {
+	sqlscan.SetTargetsMode(q, s.mode, func(name []byte, isDefault bool) {
+		if !isDefault {
+			return
+		}
+		n := strings.ToLower(string(name))
+		s.state.DeleteVar(n)
+		c.State().DeleteVar(n)
+	})
+}
+
+// releases reports whether a COMMIT or ROLLBACK that succeeded closes the
+// session: RELEASE, or completion_type=RELEASE without NO RELEASE.
+func (s *Session) releases(info *sqlscan.Info, q []byte) bool {
+	if info.Multi || (info.Kind != sqlscan.KindCommit && info.Kind != sqlscan.KindRollback) {
+		return false
+	}
+	if info.Flags&sqlscan.FlagRelease != 0 {
+		return true
+	}
+	if !s.completionRelease || info.Flags&sqlscan.FlagNoRelease != 0 {
+		return false
+	}
+	return !isRollbackTo(q, s.mode)
+}
+
+// isRollbackTo reports ROLLBACK [WORK] TO [SAVEPOINT] x, which ends no
+// transaction.
+func isRollbackTo(q []byte, m sqlscan.Mode) bool {
+	n, to := 0, false
+	sqlscan.Mentions(q, m, func(_, name []byte) bool {
+		n++
+		switch {
+		case n == 1:
+			return false
+		case strings.EqualFold(string(name), "work") && n == 2:
+			return false
+		}
+		to = strings.EqualFold(string(name), "to")
+		return true
+	})
+	return to
+}
+
+// tableless reports a statement MariaDB and MySQL run without opening a
+// table, which leaves the previous statement's warnings in place.
+func tableless(info *sqlscan.Info) bool {
+	if info.Flags&sqlscan.FlagFrom != 0 || info.Multi {
+		return false
+	}
+	switch info.Kind {
+	case sqlscan.KindSelect, sqlscan.KindDo, sqlscan.KindSet, sqlscan.KindValues,
+		sqlscan.KindBegin, sqlscan.KindCommit, sqlscan.KindRollback, sqlscan.KindSavepoint,
+		sqlscan.KindRelease, sqlscan.KindUse:
+		return true
+	}
+	return false
+}
+
+// noteDDL moves the DDL generation after a statement that may have changed
+// schema objects or privileges, which invalidates what tpproxy cached of
+// the server's answers (prepared statement metadata, the catalog).
+func (s *Session) noteDDL(info *sqlscan.Info) {
+	switch info.Kind {
+	case sqlscan.KindCreate, sqlscan.KindDrop, sqlscan.KindAlter, sqlscan.KindOther, sqlscan.KindCall:
+	default:
+		if !info.Multi {
+			return
+		}
+	}
+	s.srv.ddlGen.Add(1)
+	s.srv.catalog.Invalidate()
+}

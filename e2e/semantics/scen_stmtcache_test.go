@@ -1,0 +1,71 @@
+package semantics
+
+// Class 6: the proxy's process-wide prepared-statement cache. A PREPARE
+// answered from the cache must be what the server would answer for this
+// session now: not another session's temporary table, not a table that
+// is gone, not a column list from before an ALTER.
+
+func stmtCacheScenarios() []*scenario {
+	c := "stmt-cache"
+	tmp := "S: CREATE TEMPORARY TABLE sem_tmp (a INT)"
+	return []*scenario{
+		{id: "pc01", class: c, desc: "the observer prepares INSERT INTO the subject's temporary table (directly: ERR 1146)",
+			steps: steps(tmp, "S: !prepare p INSERT INTO sem_tmp VALUES (?)", "S: !exec p 1", "S: !exec p 2",
+				"O: !prepare p INSERT INTO sem_tmp VALUES (?)", "O: !exec p 3", "O: SELECT * FROM sem_tmp",
+				"S: SELECT a FROM sem_tmp ORDER BY a")},
+		{id: "pc02", class: c, desc: "the observer prepares SELECT * FROM the subject's temporary table", meta: true,
+			steps: steps("S: CREATE TEMPORARY TABLE sem_tmp (a INT, b VARCHAR(10))", "S: INSERT INTO sem_tmp VALUES (1, 'x')",
+				"S: !prepare p SELECT * FROM sem_tmp", "S: !exec p", "O: !prepare p SELECT * FROM sem_tmp", "O: !exec p")},
+		{id: "pc03", class: c, desc: "the subject drops the table it prepared against, then prepares again (through the proxy)",
+			steps: steps("S: !prepare p SELECT * FROM t2", "S: !exec p", "S: DROP TABLE t2", "S: !prepare q SELECT * FROM t2", "S: !exec q",
+				"S: !exec p", "W: !prepare p SELECT * FROM t2")},
+		{id: "pc04", class: c, desc: "root drops the table behind the proxy's back, then the subject prepares again", limit: limCache,
+			steps: steps("S: !prepare p SELECT * FROM t2", "R: DROP TABLE t2", "S: !prepare q SELECT * FROM t2", "S: !exec q",
+				"W: !prepare p SELECT * FROM t2")},
+		{id: "pc05", class: c, desc: "the subject adds a column (through the proxy), then SELECT * is prepared again", meta: true,
+			steps: steps("S: !prepare p SELECT * FROM t", "S: ALTER TABLE t ADD COLUMN c INT", "S: !prepare q SELECT * FROM t", "S: !exec q",
+				"W: !prepare p SELECT * FROM t", "W: !exec p")},
+		{id: "pc06", class: c, desc: "root adds a column directly, then SELECT * is prepared again", limit: limCache, meta: true,
+			steps: steps("S: !prepare p SELECT * FROM t", "R: ALTER TABLE t ADD COLUMN c INT", "S: !prepare q SELECT * FROM t", "S: !exec q",
+				"W: !prepare p SELECT * FROM t")},
+		{id: "pc07", class: c, desc: "a privilege revoked directly by root, then the same statement is prepared again", limit: limCache,
+			setup:    []string{"GRANT SELECT ON tpsecret.pub TO 'sem_app'@'%'"},
+			teardown: []string{"REVOKE SELECT ON tpsecret.pub FROM 'sem_app'@'%'"},
+			steps: steps("S: !prepare p SELECT x FROM tpsecret.pub", "S: !exec p", "R: REVOKE SELECT ON tpsecret.pub FROM 'sem_app'@'%'",
+				"S: !prepare q SELECT x FROM tpsecret.pub", "S: !exec q", "W: !prepare p SELECT x FROM tpsecret.pub")},
+		{id: "pc08", class: c, desc: "a temporary table shadows a base table: the observer's SELECT * is the base table's", meta: true,
+			steps: steps("S: CREATE TEMPORARY TABLE t (a INT, b INT, c INT)", "S: !prepare p SELECT * FROM t", "S: !exec p",
+				"O: !prepare p SELECT * FROM t", "O: !exec p", "O: SELECT * FROM t")},
+		{id: "pc09", class: c, desc: "the subject drops its temporary table, then prepares against it again",
+			steps: steps(tmp, "S: !prepare p SELECT * FROM sem_tmp", "S: DROP TEMPORARY TABLE sem_tmp", "S: !prepare q SELECT * FROM sem_tmp",
+				"S: !exec q")},
+		{id: "pc10", class: c, desc: "the same text prepared in another schema is another statement", meta: true,
+			setup: []string{"CREATE DATABASE {{db}}_b", "CREATE TABLE {{db}}_b.t (x VARCHAR(3), y INT, z INT)", "INSERT INTO {{db}}_b.t VALUES ('b', 2, 3)"},
+			steps: steps("S: !prepare p SELECT * FROM t", "S: USE {{db}}_b", "S: !prepare q SELECT * FROM t", "S: !exec q", "S: !exec p",
+				"O: !prepare p SELECT * FROM t", "O: !exec p")},
+		{id: "pc11", class: c, desc: "the same text under ANSI_QUOTES is another statement",
+			steps: steps(`S: !prepare p SELECT "v" FROM t WHERE id = 1`, "S: SET sql_mode = 'ANSI_QUOTES'", `S: !prepare q SELECT "v" FROM t WHERE id = 1`,
+				"S: !exec q", `O: !prepare p SELECT "v" FROM t WHERE id = 1`, "O: !exec p")},
+		{id: "pc12", class: c, desc: "the same text after SET NAMES latin1: column character sets", meta: true,
+			steps: steps("S: !prepare p SELECT 'x' AS s, v FROM t WHERE id = 1", "S: SET NAMES latin1", "S: !prepare q SELECT 'x' AS s, v FROM t WHERE id = 1",
+				"S: !exec q", "O: !prepare p SELECT 'x' AS s, v FROM t WHERE id = 1", "O: !exec p")},
+		{id: "pc13", class: c, desc: "after the subject's ALTER through the proxy, the observer prepares SELECT *", meta: true,
+			steps: steps("O: !prepare p SELECT * FROM t", "S: ALTER TABLE t ADD COLUMN c INT DEFAULT 7", "O: !prepare q SELECT * FROM t", "O: !exec q")},
+		{id: "pc14", class: c, desc: "the subject prepared into its temporary table and left; the observer prepares the same",
+			steps: steps(tmp, "S: !prepare p INSERT INTO sem_tmp VALUES (?)", "S: !exec p 1", "S: !abort", "S: !gone",
+				"O: !prepare p INSERT INTO sem_tmp VALUES (?)", "O: !exec p 2")},
+		{id: "pc15", class: c, desc: "a prepared statement reading a user variable: each session sees its own",
+			steps: steps("S: SET @sem_v = 'mine'", "S: !prepare p SELECT @sem_v", "S: !exec p", "O: !prepare p SELECT @sem_v",
+				rep("O", 4, "!exec p"), rep("S", 3, "!exec p"))},
+		{id: "pc16", class: c, desc: "the subject renames the table away and another into its place", meta: true,
+			setup: []string{"CREATE TABLE t3 (p VARCHAR(5), q VARCHAR(5))", "INSERT INTO t3 VALUES ('a', 'b')"},
+			steps: steps("S: !prepare p SELECT * FROM t", "S: RENAME TABLE t TO t_old, t3 TO t", "S: !prepare q SELECT * FROM t", "S: !exec q",
+				"W: !prepare p SELECT * FROM t", "W: !exec p")},
+		{id: "pc17", class: c, desc: "a prepared statement survives neither COM_RESET_CONNECTION nor COM_CHANGE_USER",
+			steps: steps("S: !prepare p SELECT v FROM t WHERE id = ?", "S: !exec p 1", "S: !reset", "S: !exec p 1",
+				"S: !prepare q SELECT v FROM t WHERE id = ?", "S: !changeuser", "S: !exec q 2")},
+		{id: "pc18", class: c, desc: "a statement closed with COM_STMT_CLOSE is gone; a new one works",
+			steps: steps("S: !prepare p SELECT v FROM t WHERE id = ?", "S: !exec p 2", "S: !close p", "S: !prepare p SELECT v FROM t WHERE id = ?",
+				"S: !exec p 3")},
+	}
+}

@@ -101,3 +101,24 @@ func TestRoleArg(t *testing.T) {
 		}
 	}
 }
+
+func TestSetStatementResultsCollation(t *testing.T) {
+	have := State{Vars: CharsetVars("utf8mb4", "utf8mb4_general_ci"), ResultsCollation: "utf8mb4_general_ci"}
+	want := State{Vars: CharsetVars("utf8mb4", "utf8mb4_bin"), ResultsCollation: "utf8mb4_bin"}
+	want.SetVar("time_zone", "+01:00")
+	// Only SET NAMES ... COLLATE gives character_set_results a collation;
+	// the names it sets need no second assignment.
+	const exp = "SET NAMES 'utf8mb4' COLLATE 'utf8mb4_bin', SESSION `time_zone` = '+01:00'"
+	if got := setStatement(&have, &want); got != exp {
+		t.Fatalf("got  %s\nwant %s", got, exp)
+	}
+	// Back to a character set's default: the variable is assigned again.
+	back := State{Vars: CharsetVars("utf8mb4", "utf8mb4_bin")}
+	const exp2 = "SET SESSION `character_set_results` = 'utf8mb4'"
+	if got := setStatement(&want, &back); got != exp2+", SESSION `time_zone` = DEFAULT" {
+		t.Fatalf("got  %s\nwant %s, SESSION `time_zone` = DEFAULT", got, exp2)
+	}
+	if a, b := have, want; a.Equal(&b) {
+		t.Fatal("the results collation is not part of the state")
+	}
+}

@@ -520,12 +520,12 @@ func TestMBCharsetOf(t *testing.T) {
 
 func TestInnerKind(t *testing.T) {
 	for q, want := range map[string]sqlscan.Kind{
-		"SET STATEMENT max_statement_time=1 FOR SELECT 1":           sqlscan.KindSelect,
-		"SET STATEMENT a=1, b=2 FOR INSERT INTO t VALUES (1)":       sqlscan.KindInsert,
+		"SET STATEMENT max_statement_time=1 FOR SELECT 1":            sqlscan.KindSelect,
+		"SET STATEMENT a=1, b=2 FOR INSERT INTO t VALUES (1)":        sqlscan.KindInsert,
 		"SET STATEMENT a=1 FOR SET STATEMENT b=2 FOR REPLACE INTO t": sqlscan.KindReplace,
-		"SET STATEMENT a=1 FOR START TRANSACTION":                   sqlscan.KindBegin,
-		"SET x = 1":                                                 sqlscan.KindOther,
-		"SELECT 1; SET STATEMENT a=1 FOR INSERT INTO t VALUES (1)":  sqlscan.KindOther,
+		"SET STATEMENT a=1 FOR START TRANSACTION":                    sqlscan.KindBegin,
+		"SET x = 1": sqlscan.KindOther,
+		"SELECT 1; SET STATEMENT a=1 FOR INSERT INTO t VALUES (1)": sqlscan.KindOther,
 	} {
 		info := sqlscan.Scan([]byte(q))
 		if info.Inner != want {

@@ -22,6 +22,13 @@ var errNoChangeUser = errors.New("pool: change user not possible")
 type greeting struct {
 	salt   []byte
 	plugin string
+	// collation is the server's default collation id (its low byte, as
+	// the greeting carries it); caps its capability flags, extCaps
+	// MariaDB's extended capabilities (0 from MySQL, which leaves the
+	// CLIENT_MYSQL bit set).
+	collation uint8
+	caps      uint32
+	extCaps   uint32
 }
 
 // parseGreeting reads the scramble and auth plugin of an initial handshake
@@ -36,6 +43,11 @@ func parseGreeting(p []byte) (greeting, bool) {
 		return g, false
 	}
 	salt := append([]byte(nil), p[4:12]...)
+	g.collation = p[15]
+	g.caps = uint32(p[13]) | uint32(p[14])<<8 | uint32(p[18])<<16 | uint32(p[19])<<24
+	if g.caps&1 == 0 {
+		g.extCaps = uint32(p[27]) | uint32(p[28])<<8 | uint32(p[29])<<16 | uint32(p[30])<<24
+	}
 	p = p[4+8+1+2+1+2+2+1+10:]
 	rest, p, err := mysqlwire.NullTerminated(p)
 	if err != nil {
@@ -143,4 +155,21 @@ func (c *Conn) changeUser(g greeting, collation uint16) error {
 			return fmt.Errorf("%w: unexpected packet 0x%02x", errNoChangeUser, p[0])
 		}
 	}
+}
+
+// ServerGreeting is what the backend announced in its initial handshake.
+type ServerGreeting struct {
+	Collation uint8
+	Caps      uint32
+	ExtCaps   uint32 // MariaDB's extended capabilities
+}
+
+// Greeting returns what the latest backend connection dialed was greeted
+// with (ok false before any).
+func (p *Pool) Greeting() (ServerGreeting, bool) {
+	g := p.greeting.Load()
+	if g == nil {
+		return ServerGreeting{}, false
+	}
+	return *g, true
 }

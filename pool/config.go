@@ -51,6 +51,11 @@ type Config struct {
 	// (default) derives it from the server: half its
 	// max_prepared_stmt_count shared by Size connections, at most 1024.
 	MaxPreparedPerConn int
+	// GlobalsInterval is how often the server's global variables are read,
+	// so that new client sessions start from the current ones (a SET
+	// GLOBAL through tpproxy is seen at once). Default 2s; negative: only
+	// at start and after SET GLOBAL through tpproxy.
+	GlobalsInterval time.Duration
 	// LocalInfile lets backend connections accept LOAD DATA LOCAL requests.
 	LocalInfile bool
 	// Logger receives pool events. Default slog.Default().
@@ -90,6 +95,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HealthInterval <= 0 {
 		c.HealthInterval = d.HealthInterval
+	}
+	if c.GlobalsInterval == 0 {
+		c.GlobalsInterval = DefaultGlobalsInterval
 	}
 	if c.MaxLifetime < 0 {
 		return fmt.Errorf("%w: max_lifetime %s", ErrBadConfig, c.MaxLifetime)

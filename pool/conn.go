@@ -69,6 +69,13 @@ type Conn struct {
 	expires  time.Time // zero: never
 	lastUsed time.Time
 
+	// gen is the Globals generation the server session started under
+	// (dial or reset).
+	gen uint64
+	// packetLimit is the global max_allowed_packet when it was dialed,
+	// which the server keeps for the connection's network buffer even
+	// across COM_RESET_CONNECTION.
+	packetLimit string
 	// dirty: the connection holds session state tpproxy does not track
 	// (user variables, temporary tables, locks...). It is reset before reuse.
 	dirty bool
@@ -441,7 +448,11 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 	c.state.FoundRows = foundRows
 	c.live.init(nc)
 	if sniff != nil {
-		c.greeting, _ = parseGreeting(sniff.head)
+		var ok bool
+		if c.greeting, ok = parseGreeting(sniff.head); ok {
+			g := c.greeting
+			p.greeting.Store(&ServerGreeting{Collation: g.collation, Caps: g.caps, ExtCaps: g.extCaps})
+		}
 	}
 	if lt := p.maxLifetime(); lt > 0 {
 		// dial runs in the filler, in acquirers (fit) and for the control
@@ -459,6 +470,13 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 	c.state.ResultsCollation = cfg.Collation
 	p.learnPreparedLimit(ctx, c)
 	p.learnDefaults(ctx, c)
+	if p.globals.Load() == nil {
+		if _, err := p.refreshGlobalsOn(ctx, c); err != nil {
+			p.cfg.Logger.Debug("cannot read the backend's globals", "err", err)
+		}
+	}
+	c.gen = p.globalsGen()
+	c.packetLimit, _ = p.Globals().Value("max_allowed_packet")
 	_ = nc.SetDeadline(time.Time{})
 	return c, nil
 }
@@ -641,6 +659,7 @@ func (c *Conn) ping(ctx context.Context) error {
 // reset clears all session state on the server with COM_RESET_CONNECTION
 // and turns session tracking back on.
 func (c *Conn) reset(ctx context.Context) error {
+	gen := c.p.globalsGen()
 	done := c.withDeadline(ctx)
 	err := c.command(comResetConnection, "")
 	if err == nil {
@@ -651,6 +670,7 @@ func (c *Conn) reset(ctx context.Context) error {
 		return err
 	}
 	c.forgetSession()
+	c.gen = gen
 	if _, err = c.Exec(ctx, c.p.initSQL()); err != nil {
 		return err
 	}

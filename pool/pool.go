@@ -60,6 +60,13 @@ type Pool struct {
 	defaults atomic.Pointer[Defaults]
 	// noPseudoID: the backend account may not set pseudo_thread_id.
 	noPseudoID atomic.Bool
+	// globals is the latest reading of the server's global variables;
+	// globalsMu serialises readings, scopes caches which variables have a
+	// session value where the server cannot list them (MySQL).
+	globals   atomic.Pointer[Globals]
+	greeting  atomic.Pointer[ServerGreeting]
+	globalsMu sync.Mutex
+	scopes    sync.Map
 
 	fill     chan struct{} // wakes the filler
 	retick   chan struct{} // tells maintain the health interval changed
@@ -154,6 +161,10 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.wg.Add(2)
 	go p.filler(first)
 	go p.maintain()
+	if iv := p.cfg.GlobalsInterval; iv > 0 {
+		p.wg.Add(1)
+		go p.globalsLoop(iv)
+	}
 	p.wakeFiller()
 	select {
 	case <-first:
@@ -366,6 +377,20 @@ func (p *Pool) takeIdle(want *State) *Conn {
 // other CLIENT_FOUND_ROWS setting, or with a schema when want has none, is
 // replaced by a freshly dialed one in the same slot.
 func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
+	if g := p.Globals(); g != nil && c.gen < g.Gen && want != nil {
+		// Dialed under older globals: a reset gives it the current ones,
+		// except the packet limit the server fixed for the connection
+		// when it was opened, which takes a new connection.
+		if v, _ := g.Value("max_allowed_packet"); v != c.packetLimit {
+			return p.redial(ctx, c, want)
+		}
+		p.stats.resets.Add(1)
+		if err := c.reset(ctx); err != nil {
+			p.cfg.Logger.Warn("backend reset failed; replacing connection", "thread_id", c.threadID, "err", err)
+			c.broken = true
+			return p.redial(ctx, c, want)
+		}
+	}
 	if want == nil || (c.state.FoundRows == want.FoundRows && (want.Schema != "" || c.state.Schema == "")) {
 		return c, nil
 	}
@@ -380,6 +405,11 @@ func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 			p.cfg.Logger.Debug("change user failed; redialing", "thread_id", c.threadID, "err", err)
 		}
 	}
+	return p.redial(ctx, c, want)
+}
+
+// redial closes c and dials its replacement in the same slot.
+func (p *Pool) redial(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 	p.stats.replaced.Add(1)
 	c.close()
 	nc, err := p.dial(ctx, want.FoundRows)

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,7 @@ func (p *Pool) Reconfigure(d Dynamic) error {
 	}
 	old := p.set.load()
 	p.set.store(d)
+	p.wg.Add(1)
 	// The rest of the surplus is in use or being dialed; put closes it when
 	// it comes back.
 	var surplus []*Conn
@@ -102,6 +104,16 @@ func (p *Pool) Reconfigure(d Dynamic) error {
 		}
 	}
 	p.logChanges(old, d, len(surplus))
+	// A reload also reads the server's globals again (wg was added while
+	// the pool was known open).
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := context.WithTimeout(p.bg, p.connectTimeout())
+		defer cancel()
+		if _, err := p.RefreshGlobals(ctx); err != nil && p.bg.Err() == nil {
+			p.cfg.Logger.Debug("cannot read the backend's globals", "err", err)
+		}
+	}()
 	return nil
 }
 

@@ -311,11 +311,14 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 		} else {
 			pins &^= pinTransaction
 		}
-		if res.status&mysqlwire.StatusAutocommit == 0 {
-			pins |= pinAutocommitOff
-		} else {
-			pins &^= pinAutocommitOff
-		}
+		// autocommit=0 is session state like any other: only the
+		// transaction a statement opens pins (IN_TRANS above).
+		pins &^= pinAutocommitOff
+	} else if res.err != nil && s.autocommitOff() {
+		// An ERR carries no status: under autocommit=0 the failed
+		// statement may have opened a transaction. Stay until a status
+		// says.
+		pins |= pinAutocommitOff
 	}
 	if res.err == nil {
 		if info.Flags&sqlscan.FlagLockTables != 0 {
@@ -353,6 +356,15 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	if res.err == nil && info.Kind == sqlscan.KindSet && !info.Multi {
 		s.applyDefaults(c, q)
 	}
+	if res.err == nil && (info.Kind == sqlscan.KindSet || info.Multi) && changesGlobals(q) {
+		// Before the OK leaves: a session the client opens next must
+		// start from the new globals. The session itself keeps its values.
+		s.followGlobals(ctx)
+		if _, err := s.pool.RefreshGlobals(ctx); err != nil {
+			s.logger().Debug("cannot read the backend's globals", "err", err)
+		}
+		s.followGlobals(ctx)
+	}
 	if slices.Contains(s.tracked, "character_set_results") && !s.learnResultsCollation(ctx, c) {
 		pins |= pinStateChange
 		s.logger().Debug("session pinned: the collation of character_set_results could not be learnt")
@@ -378,8 +390,8 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	default:
 		s.rowCount = int64(res.affected)
 	}
-	if res.resultSet && res.err == nil {
-		s.foundRows = res.rows
+	if res.err == nil {
+		s.noteFoundRows(ctx, c, q, res, info)
 	}
 	if res.err == nil && s.releases(info, q) {
 		// The server closes the connection after its OK.

@@ -16,8 +16,9 @@ import (
 // connect_timeout does.
 const handshakeTimeout = 10 * time.Second
 
-// defaultCollationID is announced in the initial handshake:
-// utf8mb4_general_ci, known to MySQL and MariaDB alike.
+// defaultCollationID is announced in the initial handshake until a
+// backend has announced its own: utf8mb4_general_ci, known to MySQL and
+// MariaDB alike.
 const defaultCollationID = 45
 
 // advertisedCaps are the capabilities the front end offers. Everything
@@ -117,7 +118,14 @@ func (s *Session) writeGreeting(caps uint32) error {
 	w.AppendBytes(s.salt[:8])
 	w.AppendByte(0)
 	w.AppendUint16(uint16(caps))
-	w.AppendByte(defaultCollationID)
+	coll := byte(defaultCollationID)
+	if g, ok := s.pool.Greeting(); ok && g.Collation != 0 {
+		// The backend's own default, which clients that take the
+		// greeting's character set (PHP's mysqlnd, change_user) then get
+		// as they would directly.
+		coll = g.Collation
+	}
+	w.AppendByte(coll)
 	w.AppendUint16(mysqlwire.StatusAutocommit)
 	w.AppendUint16(uint16(caps >> 16))
 	w.AppendByte(21) // length of the scramble including its NUL

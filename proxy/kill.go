@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
@@ -161,6 +164,11 @@ func (s *Session) killStatement(ctx context.Context, q []byte, info *sqlscan.Inf
 			return err
 		}
 	}
+	if info.Flags&sqlscan.FlagKillUnsupported != 0 && !info.Multi {
+		if query, expr, ok := killExprForm(q); ok {
+			return s.killExpr(ctx, expr, query)
+		}
+	}
 	if info.Flags&sqlscan.FlagKillUnsupported != 0 || info.Multi {
 		return s.writeErr(&mysqlwire.Error{Code: erNotSupportedYet, State: "42000",
 			Message: "tpproxy supports KILL [CONNECTION | QUERY] <connection id> as a single statement only"})
@@ -243,4 +251,62 @@ func (srv *Server) Kill(id uint32, query bool) error {
 		t.killLocked(true)
 	}
 	return nil
+}
+
+// killExprRe matches KILL [HARD|SOFT] [CONNECTION|QUERY] expr, except the
+// forms whose target is not a connection id (KILL USER, KILL QUERY ID).
+var killExprRe = regexp.MustCompile(`(?is)^\s*kill\s+(?:(?:hard|soft)\s+)?(connection\s+|query\s+)?(.+?)[\s;]*$`)
+
+// killExprForm splits a KILL whose target is an expression.
+func killExprForm(q []byte) (query bool, expr []byte, ok bool) {
+	m := killExprRe.FindSubmatch(q)
+	if m == nil {
+		return false, nil, false
+	}
+	expr = m[2]
+	if w := sqlscan.FirstKeyword(expr); strings.EqualFold(string(w), "user") ||
+		len(m[1]) > 0 && (m[1][0] == 'q' || m[1][0] == 'Q') && strings.EqualFold(string(w), "id") {
+		return false, nil, false
+	}
+	return len(m[1]) > 0 && (m[1][0] == 'q' || m[1][0] == 'Q'), expr, true
+}
+
+// killExpr serves KILL with an expression as its target: the expression
+// is evaluated on a backend connection in the session's state (so that
+// CONNECTION_ID() in it is the session's id) and the value taken as one of
+// tpproxy's connection ids. An expression the server cannot evaluate gets
+// the server's error.
+func (s *Session) killExpr(ctx context.Context, expr []byte, query bool) error {
+	c, err := s.backend(ctx)
+	if err != nil {
+		return s.writeErr(err)
+	}
+	if err := c.PrimeConnectionID(ctx, s.connID); err != nil && !errors.Is(err, pool.ErrPseudoThreadID) {
+		s.releaseIfUnpinned(c)
+		return s.writeErr(err)
+	}
+	var v []byte
+	var null bool
+	err = c.Query(ctx, "SELECT "+string(expr), func(row []byte) error {
+		b, n, err := mysqlwire.LenEncString(row)
+		if n == 1 && len(row) > 0 && row[0] == 0xfb {
+			null = true
+		}
+		v = append(v[:0], b...)
+		return err
+	})
+	s.releaseIfUnpinned(c)
+	if err != nil {
+		return s.writeErr(err)
+	}
+	id, perr := strconv.ParseFloat(strings.TrimSpace(string(v)), 64)
+	if null || perr != nil || id < 0 || id > 0xffffffff {
+		return s.writeErr(&mysqlwire.Error{Code: erNoSuchThread, State: "HY000",
+			Message: fmt.Sprintf("Unknown thread id: %d", max(int64(id), 0))})
+	}
+	quit, err := s.kill(ctx, uint32(math.Round(id)), query)
+	if err == nil && quit {
+		err = errKilled
+	}
+	return err
 }

@@ -14,7 +14,7 @@ type pinReason uint32
 const (
 	// Pins that end by themselves, learnt from status flags or statements.
 	pinTransaction   pinReason = 1 << iota // SERVER_STATUS_IN_TRANS
-	pinAutocommitOff                       // autocommit=0: every statement opens a transaction
+	pinAutocommitOff                       // autocommit=0 and a statement failed: whether it opened a transaction is not known yet
 	pinLockTables                          // LOCK TABLES / FTWRL until UNLOCK TABLES
 	pinCursor                              // a prepared statement's cursor is open
 	// pinNextTransaction: SET TRANSACTION without a scope set

@@ -507,7 +507,7 @@ func (s *Session) stmtSendLongData(p []byte) {
 	switch {
 	case param >= int(cs.e.params):
 		cs.longErr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_send_long_data")
-	case int64(cs.longLen+len(data)) > s.srv.maxPacket.Load():
+	case cs.longLen+len(data) > s.r.MaxPacket:
 		cs.long, cs.longMap, cs.longLen = nil, nil, 0
 		cs.longErr = mysqlwire.NewError(erNetPacketTooLarge, "HY000",
 			"Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_long_data_size' bytes")

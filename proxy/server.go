@@ -361,6 +361,20 @@ func (srv *Server) learnMaxPacket() {
 	srv.maxPacket.Store(v)
 }
 
+// maxPacketOf is the max_allowed_packet a session starting now gets: the
+// configured one, else the backend's current global value.
+func (srv *Server) maxPacketOf(p *pool.Pool) int64 {
+	if srv.cfg.MaxAllowedPacket > 0 {
+		return int64(srv.cfg.MaxAllowedPacket)
+	}
+	if v, ok := p.Globals().Value("max_allowed_packet"); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return srv.maxPacket.Load()
+}
+
 // serverVersion is what clients are told the server is.
 func (srv *Server) serverVersion() string {
 	if srv.cfg.ServerVersion != "" {

@@ -56,6 +56,9 @@ type Session struct {
 	// connID is what CONNECTION_ID() returns: the session's id, or the
 	// pseudo_thread_id the client set.
 	connID uint32
+	// globals is the reading of the server's globals the session's
+	// values rest on (see pool.Globals).
+	globals *pool.Globals
 
 	// mode is how the server lexes the session's statements (sql_mode,
 	// character set, server version); modeSum is the state it is for.
@@ -149,7 +152,7 @@ func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
 	s.connID = s.id
 	s.task.ConnID = s.id
 	s.r = mysqlwire.NewReader(nc, s.small[:], srv.bufs)
-	s.r.MaxPacket = int(srv.maxPacket.Load())
+	s.r.MaxPacket = int(srv.maxPacketOf(s.pool))
 	s.w = mysqlwire.NewWriter(nc, srv.bufs)
 	return s
 }
@@ -337,6 +340,7 @@ func (s *Session) initState(db string) {
 		// The login collation is the results collation too.
 		ResultsCollation: s.collation.name,
 	}
+	s.globals = s.pool.Globals()
 	// The server gives an interactive client interactive_timeout as its
 	// wait_timeout.
 	if d := s.pool.SessionDefaults(); s.caps&capInteractive != 0 && d.InteractiveTimeout != d.WaitTimeout && d.InteractiveTimeout > 0 {
@@ -387,7 +391,7 @@ func (s *Session) status() uint16 {
 	if s.pins&pinTransaction != 0 {
 		st |= mysqlwire.StatusInTrans
 	}
-	if s.pins&pinAutocommitOff == 0 {
+	if !s.autocommitOff() {
 		st |= mysqlwire.StatusAutocommit
 	}
 	return st
@@ -405,6 +409,7 @@ func (s *Session) backend(ctx context.Context) (*pool.Conn, error) {
 func (s *Session) backendFor(ctx context.Context, lenient bool) (*pool.Conn, error) {
 	c := s.pinned
 	if c == nil {
+		s.followGlobals(ctx)
 		var err error
 		if c, err = s.pool.AcquireWaiting(ctx, &s.state, &s.task); err != nil {
 			return nil, err

@@ -424,3 +424,85 @@ func (s *Session) noteDDL(info *sqlscan.Info) {
 	s.srv.ddlGen.Add(1)
 	s.srv.catalog.Invalidate()
 }
+
+// followGlobals keeps the session's values when the server's globals
+// changed since it started: every variable whose global value changed and
+// that the session did not set itself is taken as an explicit setting at
+// the value the session has, so that the connection it runs on next (one
+// reset to the new globals) is brought back to it.
+func (s *Session) followGlobals(ctx context.Context) {
+	g := s.pool.Globals()
+	if g == s.globals || g == nil {
+		return
+	}
+	if s.globals != nil {
+		s.pool.Diff(ctx, s.globals, g, func(name, value string) {
+			if _, ok := s.state.Var(name); !ok {
+				s.state.SetVar(name, value)
+			}
+		})
+	}
+	s.globals = g
+}
+
+// changesGlobals reports whether a SET may have assigned a global (or
+// persisted) variable; a false positive costs one reading of the globals.
+func changesGlobals(q []byte) bool {
+	return containsFold(q, "GLOBAL") || containsFold(q, "PERSIST")
+}
+
+// containsFold is a case-insensitive bytes.Contains for an upper-case ASCII word.
+func containsFold(q []byte, word string) bool {
+	n := len(word)
+	for i := 0; i+n <= len(q); i++ {
+		j := 0
+		for j < n && q[i+j]&^0x20 == word[j] {
+			j++
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+// autocommitOff reports whether the session runs with autocommit=0.
+func (s *Session) autocommitOff() bool {
+	v, ok := s.state.Var("autocommit")
+	if !ok {
+		v, ok = s.globals.Value("autocommit")
+	}
+	return ok && (v == "OFF" || v == "0")
+}
+
+// noteFoundRows records what FOUND_ROWS() returns after a statement: the
+// rows of its result set, unless a LIMIT makes the server count otherwise
+// (LIMIT 2,1 counts 3, a UNION with LIMIT counts every row of the union),
+// or an INSERT/REPLACE/CREATE ... SELECT counted the rows it selected; the
+// connection is then asked, before anyone else can use it. The question
+// opens no table, so the statement's warnings stay.
+func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) {
+	selects := !res.resultSet && info.Flags&sqlscan.FlagFrom != 0 && containsFold(q, "SELECT") &&
+		(info.Kind == sqlscan.KindInsert || info.Kind == sqlscan.KindReplace || info.Kind == sqlscan.KindCreate)
+	if !res.resultSet && !selects {
+		return
+	}
+	if !selects && (info.Multi || !containsFold(q, "LIMIT")) {
+		s.foundRows = res.rows
+		return
+	}
+	var v uint64
+	err := c.Query(ctx, "SELECT FOUND_ROWS()", func(row []byte) error {
+		b, _, err := mysqlwire.LenEncString(row)
+		if err == nil {
+			v, err = strconv.ParseUint(string(b), 10, 64)
+		}
+		return err
+	})
+	if err != nil {
+		s.logger().Debug("cannot read FOUND_ROWS()", "err", err)
+		s.foundRows = res.rows
+		return
+	}
+	s.foundRows = v
+}

@@ -63,19 +63,6 @@ func pinCases() []pinCase {
 			wantInt(t, e.direct, "SELECT COUNT(*) FROM pin_t WHERE v = 101", 0)
 		},
 	}, {
-		reason: "autocommit_off", kind: pinEnds,
-		pin: []string{"SET autocommit = 0", "INSERT INTO pin_t (v) VALUES (102)"},
-		hold: func(t *testing.T, c querier, e *pinEnv) {
-			wantInt(t, c, "SELECT @@autocommit", 0)
-			wantInt(t, c, "SELECT COUNT(*) FROM pin_t WHERE v = 102", 1)
-			wantInt(t, e.direct, "SELECT COUNT(*) FROM pin_t WHERE v = 102", 0)
-		},
-		end: []string{"ROLLBACK", "SET autocommit = 1"},
-		gone: func(t *testing.T, c querier, e *pinEnv) {
-			wantInt(t, c, "SELECT @@autocommit", 1)
-			wantInt(t, c, "SELECT COUNT(*) FROM pin_t WHERE v = 102", 0)
-		},
-	}, {
 		reason: "lock_tables", kind: pinEnds,
 		pin: []string{"LOCK TABLES pin_t WRITE"},
 		hold: func(t *testing.T, c querier, e *pinEnv) {

@@ -87,7 +87,7 @@ func TestResetConnection(t *testing.T) {
 		dirty(t, d, "direct")
 		dirty(t, p, "proxy")
 		in := waitPinned(t, px, p.ID, "transaction")
-		for _, r := range []string{"user_variable", "temporary_table", "sql_prepare", "get_lock", "autocommit_off"} {
+		for _, r := range []string{"user_variable", "temporary_table", "sql_prepare", "get_lock"} {
 			if !hasReason(in.PinReasons, r) {
 				t.Errorf("pin reasons %q lack %s", in.PinReasons, r)
 			}

@@ -83,7 +83,6 @@ func TestTransactions(t *testing.T) {
 		a, b := openSession(t, px.DSN()), openSession(t, px.DSN())
 		mustExec(t, a, "SET autocommit = 0", "INSERT INTO tx_t (v) VALUES (203)")
 		waitPinned(t, px, a.ID, "transaction")
-		th := waitPinned(t, px, a.ID, "autocommit_off").BackendThread
 		if n := count(t, b, 203); n != 0 {
 			t.Fatalf("with autocommit=0 an INSERT was visible before COMMIT (%d rows)", n)
 		}
@@ -91,12 +90,14 @@ func TestTransactions(t *testing.T) {
 		if n := count(t, b, 203); n != 1 {
 			t.Fatalf("after COMMIT another session sees %d rows, want 1", n)
 		}
-		// Still autocommit=0: the next statement opens a new transaction
-		// on the same backend.
-		if in := waitPinned(t, px, a.ID, "autocommit_off"); in.BackendThread != th {
-			t.Fatalf("pinned backend changed from %d to %d", th, in.BackendThread)
-		}
+		// Still autocommit=0, but no transaction is open: the session
+		// holds no backend until a statement opens the next one, which
+		// then pins (the server reports IN_TRANS).
+		waitUnpinned(t, px, a.ID)
+		wantInt(t, a, "SELECT @@autocommit", 0)
+		waitUnpinned(t, px, a.ID)
 		mustExec(t, a, "INSERT INTO tx_t (v) VALUES (204)")
+		waitPinned(t, px, a.ID, "transaction")
 		if n := count(t, b, 204); n != 0 {
 			t.Fatalf("second implicit transaction visible before it ended (%d rows)", n)
 		}
@@ -107,6 +108,18 @@ func TestTransactions(t *testing.T) {
 			t.Fatalf("SET autocommit=1 did not commit: another session sees %d rows", n)
 		}
 		wantInt(t, a, "SELECT @@autocommit", 1)
+		// A failed statement under autocommit=0 may have opened a
+		// transaction: an ERR has no status, so the session stays on
+		// its backend until the next statement's status tells.
+		mustExec(t, a, "SET autocommit = 0")
+		waitUnpinned(t, px, a.ID)
+		if _, err := a.Rows("SELECT * FROM tx_no_such_table"); err == nil {
+			t.Fatal("SELECT from a missing table succeeded")
+		}
+		waitPinned(t, px, a.ID, "autocommit_off")
+		wantInt(t, a, "SELECT 1", 1)
+		waitUnpinned(t, px, a.ID)
+		mustExec(t, a, "SET autocommit = 1")
 		mustExec(t, a, "INSERT INTO tx_t (v) VALUES (205)")
 		waitUnpinned(t, px, a.ID)
 		if n := count(t, b, 205); n != 1 {

@@ -390,8 +390,9 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	default:
 		s.rowCount = int64(res.affected)
 	}
-	if res.err == nil {
-		s.noteFoundRows(ctx, c, q, res, info)
+	if res.err == nil && s.noteFoundRows(ctx, c, q, res, info) {
+		// SQL_CALC_FOUND_ROWS's count is recorded: nothing to pin for.
+		pins &^= pinFoundRows
 	}
 	if res.err == nil && s.releases(info, q) {
 		// The server closes the connection after its OK.

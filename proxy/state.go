@@ -481,15 +481,19 @@ func (s *Session) autocommitOff() bool {
 // or an INSERT/REPLACE/CREATE ... SELECT counted the rows it selected; the
 // connection is then asked, before anyone else can use it. The question
 // opens no table, so the statement's warnings stay.
-func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) {
-	selects := !res.resultSet && info.Flags&sqlscan.FlagFrom != 0 && containsFold(q, "SELECT") &&
+//
+// It reports whether the value was read from the connection: its own
+// FOUND_ROWS() is then that of the question, and the session's answer is
+// the one recorded.
+func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) bool {
+	selects := !res.resultSet && !info.Multi && info.Flags&sqlscan.FlagFrom != 0 && containsFold(q, "SELECT") &&
 		(info.Kind == sqlscan.KindInsert || info.Kind == sqlscan.KindReplace || info.Kind == sqlscan.KindCreate)
 	if !res.resultSet && !selects {
-		return
+		return false
 	}
 	if !selects && (info.Multi || !containsFold(q, "LIMIT")) {
 		s.foundRows = res.rows
-		return
+		return false
 	}
 	var v uint64
 	err := c.Query(ctx, "SELECT FOUND_ROWS()", func(row []byte) error {
@@ -502,7 +506,8 @@ func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res
 	if err != nil {
 		s.logger().Debug("cannot read FOUND_ROWS()", "err", err)
 		s.foundRows = res.rows
-		return
+		return false
 	}
 	s.foundRows = v
+	return true
 }

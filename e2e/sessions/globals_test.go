@@ -158,4 +158,3 @@ func wantString(t testing.TB, c querier, q, want string) {
 		t.Fatalf("%s = %q, want %q", q, got, want)
 	}
 }
-

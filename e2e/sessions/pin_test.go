@@ -210,16 +210,6 @@ func pinCases() []pinCase {
 			mustExec(t, c, "XA START 'tpp_xa'", "XA END 'tpp_xa'", "XA ROLLBACK 'tpp_xa'")
 		},
 	}, {
-		reason: "found_rows", kind: pinOneShot,
-		pin: []string{"SELECT SQL_CALC_FOUND_ROWS v FROM pin_t LIMIT 1"},
-		next: func(t *testing.T, c querier, e *pinEnv) {
-			want := mustInt(t, e.direct, "SELECT COUNT(*) FROM pin_t")
-			r := mustRow(t, c, "SELECT FOUND_ROWS() AS n, "+threadExpr()+" AS c")
-			if r.int(0) != want || r.int(1) != int64(e.th) {
-				t.Fatalf("FOUND_ROWS(), CONNECTION_ID() = %v, want (%d, %d)", r, want, e.th)
-			}
-		},
-	}, {
 		// It lasts until the transaction it applies to has run.
 		reason: "next_transaction", kind: pinOneShot,
 		pin: []string{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"},

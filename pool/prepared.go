@@ -103,7 +103,18 @@ func (c *Conn) Prepare(ctx context.Context, key uint64, sql []byte, keepDefs boo
 		return mysqlwire.StmtPrepareOK{}, nil, fmt.Errorf("%w: %w", ErrBroken, err)
 	}
 	if mysqlwire.IsERR(p) {
-		return mysqlwire.StmtPrepareOK{}, nil, mysqlwire.ParseERR(p)
+		e := mysqlwire.ParseERR(p)
+		if e.Code == erMaxPreparedStmtCount && c.stmts.tail != nil {
+			// The server's max_prepared_stmt_count is reached, maybe by
+			// statements only tpproxy's cache holds: close them all and
+			// try once more (the list is empty then, so no loop).
+			for c.stmts.tail != nil {
+				c.dropPrepared(c.stmts.tail)
+				c.p.stats.evictions.Add(1)
+			}
+			return c.Prepare(ctx, key, sql, keepDefs)
+		}
+		return mysqlwire.StmtPrepareOK{}, nil, e
 	}
 	ok, err := mysqlwire.ParseStmtPrepareOK(p)
 	if err != nil {
@@ -221,6 +232,9 @@ func (c *Conn) clearPrepared() {
 	c.stmts.closing = c.stmts.closing[:0]
 	c.stmts.detached = 0
 }
+
+// erMaxPreparedStmtCount is ER_MAX_PREPARED_STMT_COUNT_REACHED.
+const erMaxPreparedStmtCount = 1461
 
 // defaultServerPrepared is max_prepared_stmt_count's default on MySQL and
 // MariaDB, assumed until the server's value is known.

@@ -49,6 +49,11 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		q = run.cs.e.sql
 	}
 	res := result{setsInsertID: info.Flags&sqlscan.FlagLastInsertIDSet != 0 && !info.Multi}
+	if run != nil {
+		// CURSOR_TYPE_READ_ONLY, _FOR_UPDATE, _SCROLLABLE (not MariaDB's
+		// PARAMETER_COUNT_AVAILABLE).
+		res.wantCursor = run.ex.Flags&0x07 != 0
+	}
 	c, err := s.acquire(ctx, q, info, &res)
 	if c == nil {
 		return err

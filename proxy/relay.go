@@ -54,6 +54,7 @@ type result struct {
 	eofChange    bool
 	tracked      bool
 	unreplayable bool // the client set a variable that cannot be replayed
+	wantCursor   bool // COM_STMT_EXECUTE asked for a cursor
 	charsetOnly  bool // character_set_connection changed without collation_connection
 	// liidTracked: the server reported LAST_INSERT_ID() for a statement
 	// that sets it (setsInsertID: SET LAST_INSERT_ID = n).
@@ -164,7 +165,11 @@ func (s *Session) relay(c *pool.Conn, mode relayMode, res *result) error {
 				return fmt.Errorf("%w: no EOF after column definitions", errProtocol)
 			}
 			s.relayEOF(c, raw, res)
-			if mode == modeExecute && res.status&mysqlwire.StatusCursorExists != 0 {
+			// SERVER_STATUS_CURSOR_EXISTS means rows come by COM_STMT_FETCH
+			// only when the execute asked for a cursor: a CALL whose
+			// procedure opened cursors of its own carries the flag with
+			// its rows right behind.
+			if mode == modeExecute && res.wantCursor && res.status&mysqlwire.StatusCursorExists != 0 {
 				res.cursor = true
 				res.resultSet = true
 				return nil

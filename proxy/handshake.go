@@ -22,13 +22,15 @@ const handshakeTimeout = 10 * time.Second
 const defaultCollationID = 45
 
 // advertisedCaps are the capabilities the front end offers. Everything
-// here is honoured end to end; CLIENT_DEPRECATE_EOF, CLIENT_SESSION_TRACK,
-// CLIENT_COMPRESS and CLIENT_QUERY_ATTRIBUTES are deliberately absent, so
-// every client sees the classic packet layouts that backend connections use.
+// here is honoured end to end. CLIENT_SESSION_TRACK reports the session's
+// own changes, filtered to what its session_track_* settings ask for.
+// CLIENT_DEPRECATE_EOF and CLIENT_QUERY_ATTRIBUTES are deliberately absent,
+// so every client sees the classic result set layout backend connections
+// use.
 const advertisedCaps = capLongPassword | capFoundRows | capLongFlag | capConnectWithDB |
 	capProtocol41 | capInteractive | capTransactions | capSecureConnection |
 	capMultiStatements | capMultiResults | capPSMultiResults | capPluginAuth |
-	capConnectAttrs | capPluginAuthLenenc
+	capConnectAttrs | capPluginAuthLenenc | capSessionTrack
 
 // errAuth marks a failed login; the client has been sent ERR 1045.
 var errAuth = errors.New("proxy: authentication failed")
@@ -100,7 +102,7 @@ func (s *Session) handshake(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.w.WriteOK(0, 0, mysqlwire.StatusAutocommit, 0, nil); err != nil {
+	if err := s.writeOKPacket(0, 0, mysqlwire.StatusAutocommit, 0, nil, nil); err != nil {
 		return err
 	}
 	return s.w.Flush()

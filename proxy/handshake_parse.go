@@ -26,6 +26,9 @@ const (
 	capPluginAuth       uint32 = 0x00080000
 	capConnectAttrs     uint32 = 0x00100000
 	capPluginAuthLenenc uint32 = 0x00200000
+	capSessionTrack     uint32 = 0x00800000
+	capCompress         uint32 = 0x00000020
+	capZstd             uint32 = 0x04000000
 )
 
 // errBadHandshake is wrapped by parse errors of handshake-phase packets.

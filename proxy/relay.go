@@ -55,6 +55,9 @@ type result struct {
 	tracked      bool
 	unreplayable bool // the client set a variable that cannot be replayed
 	wantCursor   bool // COM_STMT_EXECUTE asked for a cursor
+	// clientState is the session state information of the OK being
+	// relayed that the client's own session_track_* settings ask for.
+	clientState []byte
 	charsetOnly  bool // character_set_connection changed without collation_connection
 	// liidTracked: the server reported LAST_INSERT_ID() for a statement
 	// that sets it (setsInsertID: SET LAST_INSERT_ID = n).
@@ -243,14 +246,15 @@ func (s *Session) relayOK(c *pool.Conn, p []byte, res *result) (more bool, err e
 	if ok.InsertID != 0 {
 		res.insertID = ok.InsertID
 	}
+	res.clientState = res.clientState[:0]
 	if ok.Status&mysqlwire.StatusSessionStateChanged != 0 {
 		if err := s.track(c, ok.SessionState, res); err != nil {
 			return false, err
 		}
 	}
 	if res.clientErr == nil {
-		if err := s.w.WriteOK(ok.AffectedRows, ok.InsertID, ok.Status&^mysqlwire.StatusSessionStateChanged,
-			ok.Warnings, ok.Info); err != nil {
+		if err := s.writeOKPacket(ok.AffectedRows, ok.InsertID, ok.Status,
+			ok.Warnings, ok.Info, res.clientState); err != nil {
 			s.clientFailed(c, res, err)
 		} else {
 			res.sent++
@@ -279,6 +283,9 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 			n := strings.ToLower(string(name))
 			if slices.Contains(res.scopedVars, n) || res.lockScoped && (n == "lock_wait_timeout" || n == "innodb_lock_wait_timeout") {
 				continue
+			}
+			if s.caps&capSessionTrack != 0 && s.clientTracksVar(n) {
+				res.clientState = mysqlwire.AppendStateEntry(res.clientState, e.Type, e.Data)
 			}
 			switch n {
 			case "last_insert_id", "identity":
@@ -312,6 +319,9 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 			}
 		case mysqlwire.TrackSchema:
 			res.stateChanged, res.okChange = true, true
+			if s.caps&capSessionTrack != 0 && s.clientTracks("session_track_schema") {
+				res.clientState = mysqlwire.AppendStateEntry(res.clientState, e.Type, e.Data)
+			}
 			name, err := mysqlwire.TrackedSchema(e.Data)
 			if err != nil {
 				return fmt.Errorf("%w: session state: %w", errProtocol, err)
@@ -321,6 +331,9 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 			res.tracked = true
 		case mysqlwire.TrackStateChange:
 			res.stateChanged, res.okChange = true, true
+			if s.caps&capSessionTrack != 0 && s.clientTracks("session_track_state_change") {
+				res.clientState = mysqlwire.AppendStateEntry(res.clientState, e.Type, e.Data)
+			}
 		case mysqlwire.TrackTransactionChar:
 			res.chistics = chisticsOf(e.Data)
 		}

@@ -381,7 +381,19 @@ func (s *Session) noteOwnError(e *mysqlwire.Error) {
 
 // writeOK sends an OK packet with the session's current status.
 func (s *Session) writeOK() error {
-	return s.w.WriteOK(0, 0, s.status(), 0, nil)
+	return s.writeOKPacket(0, 0, s.status(), 0, nil, nil)
+}
+
+// writeOKPacket sends an OK in the layout the client negotiated; state is
+// session state information for a client with CLIENT_SESSION_TRACK.
+func (s *Session) writeOKPacket(affected, insertID uint64, status, warnings uint16, info, state []byte) error {
+	if s.caps&capSessionTrack == 0 {
+		return s.w.WriteOK(affected, insertID, status&^mysqlwire.StatusSessionStateChanged, warnings, info)
+	}
+	if len(state) == 0 {
+		status &^= mysqlwire.StatusSessionStateChanged
+	}
+	return s.w.WriteOKTracked(affected, insertID, status, warnings, info, state)
 }
 
 // status is the server status the session is in, for packets the proxy

@@ -511,3 +511,34 @@ func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res
 	s.foundRows = v
 	return true
 }
+
+// clientTracks reports whether the client's session has a boolean
+// session_track_* setting on (its own value, else the global default).
+func (s *Session) clientTracks(name string) bool {
+	v, ok := s.state.Var(name)
+	if !ok {
+		v, ok = s.globals.Value(name)
+	}
+	return ok && isOn(v)
+}
+
+// clientTracksVar reports whether the client's session_track_system_variables
+// lists a variable ("*": all of them). The server's default list is used
+// until the globals are known.
+func (s *Session) clientTracksVar(name string) bool {
+	list, ok := s.state.Var("session_track_system_variables")
+	if !ok {
+		if list, ok = s.globals.Value("session_track_system_variables"); !ok {
+			list = "autocommit,character_set_client,character_set_connection,character_set_results,time_zone"
+		}
+	}
+	for list != "" {
+		var item string
+		item, list, _ = strings.Cut(list, ",")
+		item = strings.TrimSpace(item)
+		if item == "*" || strings.EqualFold(item, name) {
+			return true
+		}
+	}
+	return false
+}

@@ -49,6 +49,32 @@ func (w *Writer) WriteOK(affected, insertID uint64, status, warnings uint16, inf
 	return w.End()
 }
 
+// WriteOKTracked writes an OK packet to a client that negotiated
+// CLIENT_SESSION_TRACK: the info string is length-encoded (and always
+// present), followed by the session state information when status has
+// SERVER_SESSION_STATE_CHANGED.
+func (w *Writer) WriteOKTracked(affected, insertID uint64, status, warnings uint16, info, state []byte) error {
+	w.Begin()
+	w.AppendByte(OKHeader)
+	w.AppendLenEncInt(affected)
+	w.AppendLenEncInt(insertID)
+	w.AppendUint16(status)
+	w.AppendUint16(warnings)
+	w.AppendLenEncString(info)
+	if status&StatusSessionStateChanged != 0 {
+		w.AppendLenEncString(state)
+	}
+	return w.End()
+}
+
+// AppendStateEntry appends one session state entry (type, then its data
+// length-encoded) to b.
+func AppendStateEntry(b []byte, typ byte, data []byte) []byte {
+	b = append(b, typ)
+	b = AppendLenEncInt(b, uint64(len(data)))
+	return append(b, data...)
+}
+
 // WriteEOF writes an EOF packet.
 func (w *Writer) WriteEOF(warnings, status uint16) error {
 	w.Begin()

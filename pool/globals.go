@@ -127,22 +127,36 @@ func (p *Pool) refreshGlobalsOn(ctx context.Context, c *Conn) (bool, error) {
 	}
 	g := &Globals{vals: vals, session: session, Gen: 1}
 	if old != nil {
-		g.Gen = old.Gen + 1
+		// Only a change a new session would see makes connections
+		// opened before out of date; global-only values (gtid
+		// positions and the like) change all the time.
+		g.Gen = old.Gen
 		var names []string
 		for n, v := range vals {
-			if ov, ok := old.vals[n]; !ok || ov != v {
+			if ov, ok := old.vals[n]; (!ok || ov != v) && (n == "max_allowed_packet" || !noFollow(n) && p.scopedOn(ctx, c, g, n)) {
 				names = append(names, n)
 			}
 		}
-		slices.Sort(names)
-		if len(names) > 12 {
-			names = append(names[:12], "...")
+		if len(names) > 0 {
+			g.Gen++
+			slices.Sort(names)
+			if len(names) > 12 {
+				names = append(names[:12], "...")
+			}
+			p.cfg.Logger.Info("backend globals changed: new sessions start from them", "variables", strings.Join(names, ","), "generation", g.Gen)
 		}
-		p.cfg.Logger.Info("backend globals changed: new sessions start from them", "variables", strings.Join(names, ","), "generation", g.Gen)
 	}
 	p.globals.Store(g)
 	p.adoptGlobals(g)
-	return true, nil
+	return g.Gen != p.genOf(old), nil
+}
+
+// genOf is g's generation, 0 for nil.
+func (p *Pool) genOf(g *Globals) uint64 {
+	if g == nil {
+		return 0
+	}
+	return g.Gen
 }
 
 // adoptGlobals updates what the pool derives from the globals.
@@ -193,17 +207,30 @@ func (p *Pool) sessionScoped(ctx context.Context, g *Globals, name string) bool 
 		return v.(bool)
 	}
 	scoped := false
-	err := p.ctrl.do(ctx, func(c *Conn) error {
-		qerr := c.Query(ctx, "SELECT @@SESSION."+quoteIdent(name), func([]byte) error { return nil })
-		var me *mysqlwire.Error
-		switch {
-		case qerr == nil:
-			scoped = true
-		case errors.As(qerr, &me):
-			qerr = nil // a global-only variable (1238)
-		}
-		return qerr
+	_ = p.ctrl.do(ctx, func(c *Conn) error {
+		scoped = p.scopedOn(ctx, c, g, name)
+		return nil
 	})
+	return scoped
+}
+
+// scopedOn is sessionScoped asking on c.
+func (p *Pool) scopedOn(ctx context.Context, c *Conn, g *Globals, name string) bool {
+	if g.session != nil {
+		return g.session[name]
+	}
+	if v, ok := p.scopes.Load(name); ok {
+		return v.(bool)
+	}
+	scoped := false
+	err := c.Query(ctx, "SELECT @@SESSION."+quoteIdent(name), func([]byte) error { return nil })
+	var me *mysqlwire.Error
+	switch {
+	case err == nil:
+		scoped = true
+	case errors.As(err, &me):
+		err = nil // a global-only variable (1238)
+	}
 	if err == nil {
 		p.scopes.Store(name, scoped)
 	}

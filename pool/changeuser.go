@@ -173,3 +173,13 @@ func (p *Pool) Greeting() (ServerGreeting, bool) {
 	}
 	return *g, true
 }
+
+// MariaDB extended capabilities a client may be offered.
+const (
+	ExtBulk     = extBulk     // MARIADB_CLIENT_STMT_BULK_OPERATIONS
+	ExtMetadata = extMetadata // MARIADB_CLIENT_EXTENDED_METADATA
+)
+
+// ExtCaps returns the MariaDB extended capabilities backend connections
+// negotiate (0 on MySQL, or when TLS hides the handshake response).
+func (p *Pool) ExtCaps() uint32 { return p.extCaps.Load() }

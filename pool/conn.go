@@ -69,6 +69,8 @@ type Conn struct {
 	expires  time.Time // zero: never
 	lastUsed time.Time
 
+	// extCaps are the MariaDB extended capabilities negotiated.
+	extCaps uint32
 	// gen is the Globals generation the server session started under
 	// (dial or reset).
 	gen uint64
@@ -363,7 +365,7 @@ func (c *Conn) Flush() error {
 }
 
 // dial opens and prepares one backend connection.
-func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
+func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error) {
 	cfg := &p.cfg
 	ctx, cancel := context.WithTimeout(ctx, p.connectTimeout())
 	defer cancel()
@@ -381,7 +383,10 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		sniff = &sniffConn{Conn: nc}
+		sniff = &sniffConn{Conn: nc, want: extBulk}
+		if extMeta {
+			sniff.want |= extMetadata
+		}
 		return sniff, nil
 	}
 	opts := func(cc *client.Conn) error {
@@ -423,7 +428,7 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 		if useTLS && cfg.TLSMode == TLSPreferred && sniff != nil && sniff.serverLacksTLS() {
 			// The server does not offer TLS: remember, and dial in the clear.
 			p.tlsUnsupported.Store(true)
-			return p.dial(ctx, foundRows)
+			return p.dial(ctx, foundRows, extMeta)
 		}
 		return nil, wrapDialError(err)
 	}
@@ -446,6 +451,11 @@ func (p *Pool) dial(ctx context.Context, foundRows bool) (*Conn, error) {
 		liidKnown: true,
 	}
 	c.state.FoundRows = foundRows
+	if sniff != nil {
+		c.extCaps = sniff.sent
+		p.extCaps.Store(sniff.avail)
+	}
+	c.state.ExtMetadata = c.extCaps&extMetadata != 0
 	c.live.init(nc)
 	if sniff != nil {
 		var ok bool
@@ -493,10 +503,46 @@ func wrapDialError(err error) error {
 }
 
 // sniffConn remembers the capability flags of the server's initial
-// handshake, so a failed TLS attempt can tell whether TLS is unsupported.
+// handshake, so a failed TLS attempt can tell whether TLS is unsupported,
+// and adds MariaDB's extended capabilities (want, where the server offers
+// them) to the client's handshake response, which go-mysql leaves out:
+// sent records what was asked for. Behind an SSLRequest the response is
+// encrypted and goes out without them.
 type sniffConn struct {
 	net.Conn
-	head []byte
+	head   []byte
+	want   uint32
+	sent   uint32
+	avail  uint32 // what the server offers of what tpproxy can relay
+	writes int
+}
+
+// MariaDB's extended capabilities (the upper half of its 64-bit flags).
+const (
+	extBulk     uint32 = 1 << 2 // MARIADB_CLIENT_STMT_BULK_OPERATIONS
+	extMetadata uint32 = 1 << 3 // MARIADB_CLIENT_EXTENDED_METADATA
+)
+
+func (s *sniffConn) Write(b []byte) (int, error) {
+	s.writes++
+	// The first write is the handshake response (or a 32-byte SSLRequest):
+	// header, capabilities, max packet, collation, 23 bytes of filler
+	// whose last 4 carry the extended capabilities.
+	if s.writes == 1 && len(b) > 4+32 && s.want != 0 {
+		if g, ok := parseGreeting(s.head); ok && g.caps&1 == 0 {
+			ext := g.extCaps & s.want
+			// The server reads them only from a client that clears
+			// CLIENT_MYSQL (long password) as MariaDB's own do.
+			b[4] &^= 1
+			b[32] |= byte(ext)
+			b[33] |= byte(ext >> 8)
+			b[34] |= byte(ext >> 16)
+			b[35] |= byte(ext >> 24)
+			s.sent = ext
+			s.avail = g.extCaps & (extBulk | extMetadata)
+		}
+	}
+	return s.Conn.Write(b)
 }
 
 func (s *sniffConn) Read(b []byte) (int, error) {
@@ -723,7 +769,7 @@ func (c *Conn) Sync(ctx context.Context, want *State) error {
 	if c.state.Equal(want) {
 		return nil
 	}
-	if want.FoundRows != c.state.FoundRows || (want.Schema == "" && c.state.Schema != "") {
+	if want.FoundRows != c.state.FoundRows || want.ExtMetadata != c.state.ExtMetadata || (want.Schema == "" && c.state.Schema != "") {
 		return ErrNeedsFreshConn
 	}
 	if want.Schema != c.state.Schema {

@@ -122,7 +122,7 @@ func (k *control) do(ctx context.Context, fn func(*Conn) error) error {
 	}
 	for attempt := 0; ; attempt++ {
 		if c == nil {
-			nc, err := k.p.dial(ctx, false)
+			nc, err := k.p.dial(ctx, false, false)
 			if err != nil {
 				return err
 			}

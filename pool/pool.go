@@ -65,6 +65,9 @@ type Pool struct {
 	// session value where the server cannot list them (MySQL).
 	globals   atomic.Pointer[Globals]
 	greeting  atomic.Pointer[ServerGreeting]
+	// extCaps are the MariaDB extended capabilities backend connections
+	// can be dialed with (bulk operations, extended metadata).
+	extCaps atomic.Uint32
 	globalsMu sync.Mutex
 	scopes    sync.Map
 
@@ -391,10 +394,11 @@ func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 			return p.redial(ctx, c, want)
 		}
 	}
-	if want == nil || (c.state.FoundRows == want.FoundRows && (want.Schema != "" || c.state.Schema == "")) {
+	same := want != nil && c.state.FoundRows == want.FoundRows && c.state.ExtMetadata == want.ExtMetadata
+	if want == nil || (same && (want.Schema != "" || c.state.Schema == "")) {
 		return c, nil
 	}
-	if c.state.FoundRows == want.FoundRows {
+	if same {
 		// Only the schema is in the way.
 		err := c.clearSchema(ctx)
 		if err == nil {
@@ -412,7 +416,7 @@ func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 func (p *Pool) redial(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 	p.stats.replaced.Add(1)
 	c.close()
-	nc, err := p.dial(ctx, want.FoundRows)
+	nc, err := p.dial(ctx, want.FoundRows, want.ExtMetadata)
 	if err != nil {
 		p.stats.dialErrors.Add(1)
 		p.mu.Lock()
@@ -525,7 +529,7 @@ func (p *Pool) filler(first chan struct{}) {
 			p.dialing++
 			p.mu.Unlock()
 
-			c, err := p.dial(p.bg, false)
+			c, err := p.dial(p.bg, false, false)
 			p.mu.Lock()
 			p.dialing--
 			if err != nil && p.closed {

@@ -40,6 +40,10 @@ type State struct {
 	// connections are dialed with multi-statements on.
 	MultiStatementsOff bool
 	FoundRows          bool
+	// ExtMetadata: the connection sends MariaDB's extended column
+	// metadata (MARIADB_CLIENT_EXTENDED_METADATA), fixed when dialed like
+	// FoundRows, for clients that asked for it.
+	ExtMetadata bool
 
 	// Owner identifies the session holding this state (0: none). It is not
 	// part of the state: Acquire uses it to give a session the connection it
@@ -74,6 +78,9 @@ func (s *State) rehash() {
 	if s.FoundRows {
 		flags |= 2
 	}
+	if s.ExtMetadata {
+		flags |= 4
+	}
 	h.WriteByte(flags)
 	s.sum = h.Sum64()
 }
@@ -89,7 +96,7 @@ func (s *State) Sum() uint64 {
 // Equal reports whether two states are the same.
 func (s *State) Equal(o *State) bool {
 	return s.Sum() == o.Sum() && s.Schema == o.Schema && s.Role == o.Role && s.ResultsCollation == o.ResultsCollation &&
-		s.MultiStatementsOff == o.MultiStatementsOff && s.FoundRows == o.FoundRows &&
+		s.MultiStatementsOff == o.MultiStatementsOff && s.FoundRows == o.FoundRows && s.ExtMetadata == o.ExtMetadata &&
 		slices.Equal(s.Vars, o.Vars)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/pool"
 )
 
 // Command bytes.
@@ -43,6 +44,7 @@ const (
 	comDaemon           = 0x1d
 	comBinlogDumpGTID   = 0x1e
 	comResetConnection  = 0x1f
+	comStmtBulkExecute  = 0xfa // MariaDB
 )
 
 // dispatch serves one command. quit ends the session normally; an error
@@ -86,6 +88,10 @@ func (s *Session) dispatch(ctx context.Context, p []byte) (quit bool, err error)
 		return false, s.stmtExecute(ctx, p)
 	case comStmtFetch:
 		return false, s.stmtFetch(ctx, p)
+	case comStmtBulkExecute:
+		if s.extCaps&pool.ExtBulk != 0 {
+			return false, s.stmtBulkExecute(ctx, p)
+		}
 	case comStmtReset:
 		return false, s.stmtReset(p)
 	case comStmtClose:

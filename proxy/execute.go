@@ -212,6 +212,18 @@ func (s *Session) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sql
 			return err
 		}
 	}
+	if info.Flags&sqlscan.FlagFoundRows != 0 && s.pins&pinFoundRows == 0 && !(s.foundRowsOnConn && c == s.pinned) {
+		// FOUND_ROWS() in a form tpproxy does not answer itself reads
+		// this connection's count: make it the session's. A failure
+		// leaves the connection's own (a documented limit).
+		if err := s.primeFoundRows(ctx, c); err != nil {
+			var me *mysqlwire.Error
+			if !errors.As(err, &me) {
+				return err
+			}
+			s.logger().Debug("cannot prime FOUND_ROWS()", "err", err)
+		}
+	}
 	if info.Flags&sqlscan.FlagDiagnostics != 0 {
 		if err := s.replayDiagnostics(ctx, c); err != nil {
 			return err
@@ -395,9 +407,13 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	default:
 		s.rowCount = int64(res.affected)
 	}
-	if res.err == nil && s.noteFoundRows(ctx, c, q, res, info) {
+	if res.err == nil && s.noteFoundRows(ctx, c, q, res, info, pins&^pinFoundRows != 0) {
 		// SQL_CALC_FOUND_ROWS's count is recorded: nothing to pin for.
 		pins &^= pinFoundRows
+	}
+	if pins == 0 && s.foundRowsOnConn {
+		// The count lives on the connection the session now leaves.
+		s.readFoundRows(ctx, c, res.rows)
 	}
 	if res.err == nil && s.releases(info, q) {
 		// The server closes the connection after its OK.

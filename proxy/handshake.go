@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/pool"
 )
 
 // handshakeTimeout bounds the whole connection phase, as the server's
@@ -60,6 +61,13 @@ func (s *Session) handshake(ctx context.Context) error {
 	if s.srv.cfg.TLS != nil {
 		caps |= capSSL
 	}
+	// A MariaDB backend's extended capabilities that tpproxy relays are
+	// offered the MariaDB way: CLIENT_MYSQL (long password) clear, the
+	// flags in the last four reserved bytes of the greeting.
+	s.extOffered = s.pool.ExtCaps() & (pool.ExtBulk | pool.ExtMetadata)
+	if s.extOffered != 0 {
+		caps &^= capLongPassword
+	}
 	if err := s.writeGreeting(caps); err != nil {
 		return err
 	}
@@ -87,6 +95,8 @@ func (s *Session) handshake(ctx context.Context) error {
 		return err
 	}
 	s.caps = resp.caps & caps
+	s.extCaps = resp.extCaps & s.extOffered
+	s.w.ExtMetadata = s.extCaps&pool.ExtMetadata != 0
 	s.user = resp.user
 	if !s.authenticate(resp.plugin, resp.auth) {
 		return errAuth
@@ -131,7 +141,8 @@ func (s *Session) writeGreeting(caps uint32) error {
 	w.AppendUint16(mysqlwire.StatusAutocommit)
 	w.AppendUint16(uint16(caps >> 16))
 	w.AppendByte(21) // length of the scramble including its NUL
-	w.AppendBytes(make([]byte, 10))
+	w.AppendBytes(make([]byte, 6))
+	w.AppendUint32(s.extOffered)
 	w.AppendBytes(s.salt[8:])
 	w.AppendByte(0)
 	w.AppendString(s.srv.cfg.AuthPlugin)

@@ -38,6 +38,7 @@ var errBadHandshake = errors.New("bad handshake")
 // sslRequest is set).
 type handshakeResponse struct {
 	caps       uint32
+	extCaps    uint32 // MariaDB's extended capabilities (CLIENT_MYSQL clear)
 	maxPacket  uint32
 	collation  uint8
 	sslRequest bool
@@ -61,6 +62,9 @@ func parseHandshakeResponse(p []byte) (handshakeResponse, error) {
 	}
 	r.maxPacket = binary.LittleEndian.Uint32(p[4:])
 	r.collation = p[8]
+	if r.caps&capLongPassword == 0 {
+		r.extCaps = binary.LittleEndian.Uint32(p[28:])
+	}
 	p = p[32:]
 	if len(p) == 0 && r.caps&capSSL != 0 {
 		r.sslRequest = true

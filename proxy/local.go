@@ -22,7 +22,7 @@ func (s *Session) answerLocal(info *sqlscan.Info) (ok bool, err error) {
 	case sqlscan.LocalRowCount:
 		err = s.writeSigned(info.LocalExpr, s.rowCount)
 	case sqlscan.LocalFoundRows:
-		if s.pins&pinFoundRows != 0 {
+		if s.pins&pinFoundRows != 0 || s.foundRowsOnConn && s.pinned != nil {
 			return false, nil // SQL_CALC_FOUND_ROWS counted on the pinned connection
 		}
 		err = s.writeSigned(info.LocalExpr, int64(s.foundRows))
@@ -37,7 +37,7 @@ func (s *Session) answerLocal(info *sqlscan.Info) (ok bool, err error) {
 	// number of rows (SHOW WARNINGS and SHOW ERRORS leave it).
 	s.rowCount = -1
 	if info.Local != sqlscan.LocalShowWarnings && info.Local != sqlscan.LocalShowErrors {
-		s.foundRows = rows
+		s.foundRows, s.foundRowsOnConn = rows, false
 	}
 	if s.pins&pinFoundRows != 0 && s.pinned != nil {
 		s.setPinned(s.pinned, s.pins&^pinFoundRows)

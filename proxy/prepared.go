@@ -61,6 +61,9 @@ func (cs *clientStmt) clearLong() {
 type stmtRun struct {
 	cs *clientStmt
 	ex mysqlwire.Execute
+	// bulk: the command is MariaDB's COM_STMT_BULK_EXECUTE, whose
+	// "types follow" mark is bit 128 of its flags.
+	bulk bool
 }
 
 func stmtErr(code uint16, format string, args ...any) *mysqlwire.Error {
@@ -144,7 +147,7 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 			sql: slices.Clone(sql),
 			key: key,
 			state: pool.State{Schema: s.state.Schema, Vars: slices.Clone(s.state.Vars), Role: s.state.Role, ResultsCollation: s.state.ResultsCollation,
-				MultiStatementsOff: s.state.MultiStatementsOff, FoundRows: s.state.FoundRows},
+				MultiStatementsOff: s.state.MultiStatementsOff, FoundRows: s.state.FoundRows, ExtMetadata: s.state.ExtMetadata},
 		}
 		e.state.Sum() // computed before sessions share it
 		e.info = s.scan(e.sql)
@@ -320,7 +323,11 @@ func (s *Session) sendStmt(ctx context.Context, c *pool.Conn, p []byte, run *stm
 			// Send the remembered types: this backend statement may never
 			// have seen them, or seen another client's.
 			at := run.ex.TypesAt
-			p[at-1] = 1
+			if run.bulk {
+				p[5] |= bulkSendTypes
+			} else {
+				p[at-1] = 1
+			}
 			err = bw.WritePacketParts(p[:at], cs.types, p[at:])
 		}
 		if err != nil {
@@ -547,4 +554,45 @@ func (s *Session) dropStmts() {
 	s.stmts = nil
 	s.cursors = 0
 	s.pins &^= pinCursor
+}
+
+// bulkSendTypes is STMT_BULK_FLAG_SEND_TYPES_TO_SERVER: parameter types
+// follow the flags of a COM_STMT_BULK_EXECUTE.
+const bulkSendTypes = 128
+
+// stmtBulkExecute serves MariaDB's COM_STMT_BULK_EXECUTE (one command
+// running a prepared statement for many rows of parameters, atomically) by
+// relaying it like COM_STMT_EXECUTE: the client's statement id becomes the
+// backend's, and the parameter types the client bound before are sent
+// along when it leaves them out, since the backend statement may have seen
+// another client's. Payload: command, statement id (4), flags (2), types
+// (2 per parameter) when flags has 128, then the rows.
+func (s *Session) stmtBulkExecute(ctx context.Context, p []byte) error {
+	cs, serr := s.clientStmt(p, "mysqld_stmt_bulk_execute")
+	if serr == nil && len(p) < 7 {
+		serr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_bulk_execute")
+	}
+	if serr != nil {
+		s.errs++
+		return s.w.WriteERR(serr)
+	}
+	id, _ := mysqlwire.StmtID(p)
+	ex := mysqlwire.Execute{StmtID: id, TypesAt: 7}
+	if p[5]&bulkSendTypes != 0 {
+		n := 2 * int(cs.e.params)
+		if len(p) < 7+n {
+			s.errs++
+			return s.w.WriteERR(stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_bulk_execute"))
+		}
+		ex.NewBound, ex.Types = true, p[7:7+n]
+		cs.types = append(cs.types[:0], ex.Types...)
+	} else if len(cs.types) != 2*int(cs.e.params) {
+		s.errs++
+		return s.w.WriteERR(stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_bulk_execute"))
+	}
+	if cs.cursorOpen {
+		s.closeCursor(cs)
+	}
+	run := stmtRun{cs: cs, ex: ex, bulk: true}
+	return s.execute(ctx, p, modeExecute, &cs.e.info, &run)
 }

@@ -69,7 +69,7 @@ func commandName(cmd byte) string {
 	switch cmd {
 	case comQuery:
 		return "Query"
-	case comStmtExecute:
+	case comStmtExecute, comStmtBulkExecute:
 		return "Execute"
 	case comStmtFetch:
 		return "Fetch"

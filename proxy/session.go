@@ -53,9 +53,15 @@ type Session struct {
 	lastInsertID uint64
 	rowCount     int64  // ROW_COUNT() of the last statement
 	foundRows    uint64 // FOUND_ROWS(): rows of the last result set
+	// foundRowsOnConn: the exact FOUND_ROWS() is on the pinned connection
+	// (a LIMIT query of a pinned session); foundRows is a fallback.
+	foundRowsOnConn bool
 	// connID is what CONNECTION_ID() returns: the session's id, or the
 	// pseudo_thread_id the client set.
 	connID uint32
+	// extOffered and extCaps are the MariaDB extended capabilities the
+	// greeting offered and the client took.
+	extOffered, extCaps uint32
 	// globals is the reading of the server's globals the session's
 	// values rest on (see pool.Globals).
 	globals *pool.Globals
@@ -337,6 +343,7 @@ func (s *Session) initState(db string) {
 		Vars:               pool.CharsetVars(s.collation.charset, s.collation.name),
 		MultiStatementsOff: s.caps&capMultiStatements == 0,
 		FoundRows:          s.caps&capFoundRows != 0,
+		ExtMetadata:        s.extCaps&pool.ExtMetadata != 0,
 		// The login collation is the results collation too.
 		ResultsCollation: s.collation.name,
 	}
@@ -504,7 +511,7 @@ func (s *Session) unpinForReset() {
 	s.connID = s.id
 	s.lastInsertID = 0
 	s.rowCount = -1
-	s.foundRows = 0
+	s.foundRows, s.foundRowsOnConn = 0, false
 	s.diag = s.diag[:0]
 	s.warningCount = 0
 	s.diagLocal = false

@@ -480,21 +480,34 @@ func (s *Session) autocommitOff() bool {
 // (LIMIT 2,1 counts 3, a UNION with LIMIT counts every row of the union),
 // or an INSERT/REPLACE/CREATE ... SELECT counted the rows it selected; the
 // connection is then asked, before anyone else can use it. The question
-// opens no table, so the statement's warnings stay.
+// opens no table, so the statement's warnings stay. A session that keeps
+// its connection (keep) is not asked: the count stays there, and is read
+// when the session leaves it.
 //
-// It reports whether the value was read from the connection: its own
-// FOUND_ROWS() is then that of the question, and the session's answer is
-// the one recorded.
-func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) bool {
+// It reports whether the count is known exactly (so SQL_CALC_FOUND_ROWS
+// need not pin).
+func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info, keep bool) bool {
 	selects := !res.resultSet && !info.Multi && info.Flags&sqlscan.FlagFrom != 0 && containsFold(q, "SELECT") &&
 		(info.Kind == sqlscan.KindInsert || info.Kind == sqlscan.KindReplace || info.Kind == sqlscan.KindCreate)
+	if keep && (res.resultSet || selects || info.Flags&sqlscan.FlagSQLPrepare != 0) {
+		// EXECUTE runs a text tpproxy does not see: whatever it counted
+		// is on the connection too.
+		s.foundRows, s.foundRowsOnConn = res.rows, true
+		return false
+	}
 	if !res.resultSet && !selects {
 		return false
 	}
 	if !selects && (info.Multi || !containsFold(q, "LIMIT")) {
-		s.foundRows = res.rows
+		s.foundRows, s.foundRowsOnConn = res.rows, false
 		return false
 	}
+	return s.readFoundRows(ctx, c, res.rows)
+}
+
+// readFoundRows asks c for FOUND_ROWS() (fallback if that fails).
+func (s *Session) readFoundRows(ctx context.Context, c *pool.Conn, fallback uint64) bool {
+	s.foundRowsOnConn = false
 	var v uint64
 	err := c.Query(ctx, "SELECT FOUND_ROWS()", func(row []byte) error {
 		b, _, err := mysqlwire.LenEncString(row)
@@ -505,11 +518,29 @@ func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res
 	})
 	if err != nil {
 		s.logger().Debug("cannot read FOUND_ROWS()", "err", err)
-		s.foundRows = res.rows
+		s.foundRows = fallback
 		return false
 	}
 	s.foundRows = v
 	return true
+}
+
+// primeFoundRows makes FOUND_ROWS() on c return the session's count: a
+// SQL_CALC_FOUND_ROWS count over that many rows of MariaDB's sequence
+// engine (or, elsewhere, a recursive CTE) returning none of them.
+func (s *Session) primeFoundRows(ctx context.Context, c *pool.Conn) error {
+	n := s.foundRows
+	var q string
+	switch {
+	case n == 0:
+		q = "SELECT SQL_CALC_FOUND_ROWS 1 FROM DUAL WHERE FALSE LIMIT 0"
+	case s.mode.MariaDB:
+		q = "SELECT SQL_CALC_FOUND_ROWS 1 FROM seq_1_to_" + strconv.FormatUint(n, 10) + " LIMIT 0"
+	default:
+		q = "WITH RECURSIVE tpproxy_n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM tpproxy_n WHERE i < " +
+			strconv.FormatUint(n, 10) + ") SELECT SQL_CALC_FOUND_ROWS i FROM tpproxy_n LIMIT 0"
+	}
+	return c.Query(ctx, q, func([]byte) error { return nil })
 }
 
 // clientTracks reports whether the client's session has a boolean

@@ -94,6 +94,9 @@ func (w *Writer) WriteColumn(c Column) error {
 	w.AppendByte(0) // org_table
 	w.AppendLenEncString(c.Name)
 	w.AppendByte(0) // org_name
+	if w.ExtMetadata {
+		w.AppendByte(0) // no extended type information
+	}
 	w.AppendByte(0x0c)
 	w.AppendUint16(c.Charset)
 	w.AppendUint32(c.Length)

@@ -23,6 +23,9 @@ type Writer struct {
 	pool  *BufferPool
 	start int // offset of the packet being built, -1 when none
 	seq   uint8
+	// ExtMetadata: the peer negotiated MARIADB_CLIENT_EXTENDED_METADATA,
+	// so column definitions carry an extended type information field.
+	ExtMetadata bool
 }
 
 // NewWriter returns a writer on wr that borrows its buffer from pool.

@@ -4,8 +4,9 @@ import "math"
 
 // matchLocal recognises the statements the proxy answers itself. Each form must be
 // the whole query, in any letter case, with any whitespace between tokens and an
-// optional trailing ';'. Anything more (an alias, a comment, FROM DUAL, a second
-// column) goes to the server, because the proxy's answer must be indistinguishable
+// optional trailing ';', and for SELECT forms an alias given with AS (a plain or
+// backquoted name without escapes). Anything more (an alias without AS, a
+// comment, FROM DUAL, a second column) goes to the server, because the proxy's answer must be indistinguishable
 // from the server's, column name included. It returns the form, the expression as
 // typed (which becomes the column name of SELECT forms) and, for SHOW WARNINGS and
 // SHOW ERRORS, their LIMIT.
@@ -15,6 +16,9 @@ func matchLocal(q []byte) (l Local, expr []byte, offset, count uint64) {
 	switch {
 	case hasWordFold(q, i, "select"):
 		l, expr, i = matchSelectLocal(q, skipSpaces(q, i+len("select")))
+		if l != LocalNone {
+			expr, i = matchAlias(q, expr, i)
+		}
 	case hasWordFold(q, i, "show"):
 		l, offset, count, i = matchShowLocal(q, skipSpaces(q, i+len("show")))
 	default:
@@ -178,4 +182,31 @@ func skipSpaces(q []byte, i int) int {
 // of b.
 func equalFold(b []byte, w string) bool {
 	return len(b) == len(w) && hasPrefixFold(b, w)
+}
+
+// matchAlias takes an "AS name" or "AS `name`" after a SELECT form's
+// expression: the column is then named by it. Without AS the expression
+// stands (and a following word makes the query not local).
+func matchAlias(q, expr []byte, i int) ([]byte, int) {
+	j := skipSpaces(q, i)
+	if !hasWordFold(q, j, "as") {
+		return expr, i
+	}
+	j = skipSpaces(q, j+len("as"))
+	if j < len(q) && q[j] == '`' {
+		for k := j + 1; k < len(q); k++ {
+			if q[k] == '`' {
+				if k == j+1 || k+1 < len(q) && q[k+1] == '`' {
+					return expr, i // empty, or an escaped backquote: the server's
+				}
+				return q[j+1 : k : k], k + 1
+			}
+		}
+		return expr, i
+	}
+	k := identEnd(q, j)
+	if k == j {
+		return expr, i
+	}
+	return q[j:k:k], k
 }

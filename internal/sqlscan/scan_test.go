@@ -444,6 +444,10 @@ func TestLocal(t *testing.T) {
 		{"select @@warning_count", sqlscan.LocalWarningCount, "@@warning_count"},
 		{"SELECT @@SESSION.error_count;", sqlscan.LocalErrorCount, "@@SESSION.error_count"},
 		{"SELECT @@local.warning_count", sqlscan.LocalWarningCount, "@@local.warning_count"},
+		// An alias with AS names the column, as on the server.
+		{"SELECT CONNECTION_ID() AS id", sqlscan.LocalConnectionID, "id"},
+		{"SELECT FOUND_ROWS() as `total rows`;", sqlscan.LocalFoundRows, "total rows"},
+		{"select @@warning_count AS w", sqlscan.LocalWarningCount, "w"},
 	}
 	for _, c := range cases {
 		got := sqlscan.Scan([]byte(c.q))
@@ -457,7 +461,9 @@ func TestLocal(t *testing.T) {
 	}
 
 	misses := []string{
-		"SELECT CONNECTION_ID() AS id",
+		"SELECT CONNECTION_ID() AS `a``b`",
+		"SELECT CONNECTION_ID() AS id, 1",
+		"SELECT CONNECTION_ID() AS",
 		"SELECT CONNECTION_ID() id",
 		"SELECT CONNECTION_ID() FROM DUAL",
 		"SELECT CONNECTION_ID(), 1",

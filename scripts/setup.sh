@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what tpproxy's tests and demo need on Debian/Ubuntu: a MariaDB
 # server and client, sysbench, and PyMySQL for the system python3; with the
-# argument "tests" also Chromium (headless, for the report.html test).
+# argument "tests" also Chromium (headless, for the report.html test) and the
+# client drivers of e2e/drivers: PHP (mysqli, PDO_mysql), mysqlclient
+# (MySQLdb) for the system python3, MariaDB Connector/J plus a JDK, and Node
+# with the npm packages locked in e2e/drivers/node (npm ci).
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -12,9 +15,27 @@ command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 /usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 || need+=(python3-pymysql)
 if [ "${1:-}" = "tests" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  command -v php >/dev/null 2>&1 || need+=(php-cli)
+  php -r 'exit(extension_loaded("mysqli") && extension_loaded("pdo_mysql") ? 0 : 1);' >/dev/null 2>&1 || need+=(php-mysql)
+  /usr/bin/python3 -c 'import MySQLdb' >/dev/null 2>&1 || need+=(python3-mysqldb)
+  [ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
+  command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+  command -v node >/dev/null 2>&1 || need+=(nodejs)
+  command -v npm >/dev/null 2>&1 || need+=(npm)
 fi
 
+# npm ci for e2e/drivers/node once node and npm are there (below, after apt).
+node_deps() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/e2e/drivers/node"
+  if [ "${1:-}" = "tests" ] && [ -f "$dir/package-lock.json" ] && [ ! -d "$dir/node_modules" ] && command -v npm >/dev/null 2>&1; then
+    echo "setup: npm ci in e2e/drivers/node" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+}
+
 if [ ${#need[@]} -eq 0 ]; then
+  node_deps "${1:-}"
   exit 0
 fi
 
@@ -31,3 +52,4 @@ $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mariadb 2>/dev/null; then
   $sudo systemctl stop mariadb || true
 fi
+node_deps "${1:-}"

@@ -74,9 +74,9 @@ type Conn struct {
 	// gen is the Globals generation the server session started under
 	// (dial or reset).
 	gen uint64
-	// packetLimit is the global max_allowed_packet when it was dialed,
-	// which the server keeps for the connection's network buffer even
-	// across COM_RESET_CONNECTION.
+	// packetLimit holds the global max_allowed_packet and
+	// net_buffer_length when it was dialed, which the server keeps for the
+	// connection even across COM_RESET_CONNECTION (see netLimits).
 	packetLimit string
 	// dirty: the connection holds session state tpproxy does not track
 	// (user variables, temporary tables, locks...). It is reset before reuse.
@@ -486,7 +486,7 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 		}
 	}
 	c.gen = p.globalsGen()
-	c.packetLimit, _ = p.Globals().Value("max_allowed_packet")
+	c.packetLimit = netLimits(p.Globals())
 	_ = nc.SetDeadline(time.Time{})
 	return c, nil
 }

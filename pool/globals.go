@@ -133,7 +133,7 @@ func (p *Pool) refreshGlobalsOn(ctx context.Context, c *Conn) (bool, error) {
 		g.Gen = old.Gen
 		var names []string
 		for n, v := range vals {
-			if ov, ok := old.vals[n]; (!ok || ov != v) && (n == "max_allowed_packet" || !noFollow(n) && p.scopedOn(ctx, c, g, n)) {
+			if ov, ok := old.vals[n]; (!ok || ov != v) && (n == "max_allowed_packet" || n == "net_buffer_length" || !noFollow(n) && p.scopedOn(ctx, c, g, n)) {
 				names = append(names, n)
 			}
 		}
@@ -254,4 +254,14 @@ func (p *Pool) globalsLoop(interval time.Duration) {
 		}
 		cancel()
 	}
+}
+
+// netLimits is what a connection keeps from the globals it was opened
+// under for as long as it lives: max_allowed_packet and net_buffer_length
+// survive COM_RESET_CONNECTION, so a change of either takes a new
+// connection.
+func netLimits(g *Globals) string {
+	a, _ := g.Value("max_allowed_packet")
+	b, _ := g.Value("net_buffer_length")
+	return a + "/" + b
 }

@@ -63,11 +63,11 @@ type Pool struct {
 	// globals is the latest reading of the server's global variables;
 	// globalsMu serialises readings, scopes caches which variables have a
 	// session value where the server cannot list them (MySQL).
-	globals   atomic.Pointer[Globals]
-	greeting  atomic.Pointer[ServerGreeting]
+	globals  atomic.Pointer[Globals]
+	greeting atomic.Pointer[ServerGreeting]
 	// extCaps are the MariaDB extended capabilities backend connections
 	// can be dialed with (bulk operations, extended metadata).
-	extCaps atomic.Uint32
+	extCaps   atomic.Uint32
 	globalsMu sync.Mutex
 	scopes    sync.Map
 
@@ -384,7 +384,7 @@ func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 		// Dialed under older globals: a reset gives it the current ones,
 		// except the packet limit the server fixed for the connection
 		// when it was opened, which takes a new connection.
-		if v, _ := g.Value("max_allowed_packet"); v != c.packetLimit {
+		if netLimits(g) != c.packetLimit {
 			return p.redial(ctx, c, want)
 		}
 		p.stats.resets.Add(1)

@@ -23,15 +23,18 @@ const handshakeTimeout = 10 * time.Second
 const defaultCollationID = 45
 
 // advertisedCaps are the capabilities the front end offers. Everything
-// here is honoured end to end. CLIENT_SESSION_TRACK reports the session's
+// here is honoured end to end. CLIENT_COMPRESS (zlib) and MySQL 8's
+// CLIENT_ZSTD_COMPRESSION_ALGORITHM compress what goes to and comes from
+// the client; backend connections stay uncompressed. CLIENT_SESSION_TRACK
+// reports the session's
 // own changes, filtered to what its session_track_* settings ask for.
 // CLIENT_DEPRECATE_EOF and CLIENT_QUERY_ATTRIBUTES are deliberately absent,
 // so every client sees the classic result set layout backend connections
 // use.
 const advertisedCaps = capLongPassword | capFoundRows | capLongFlag | capConnectWithDB |
-	capProtocol41 | capInteractive | capTransactions | capSecureConnection |
+	capProtocol41 | capIgnoreSpace | capInteractive | capTransactions | capSecureConnection |
 	capMultiStatements | capMultiResults | capPSMultiResults | capPluginAuth |
-	capConnectAttrs | capPluginAuthLenenc | capSessionTrack
+	capConnectAttrs | capPluginAuthLenenc | capSessionTrack | capCompress | capZstd
 
 // errAuth marks a failed login; the client has been sent ERR 1045.
 var errAuth = errors.New("proxy: authentication failed")
@@ -115,7 +118,19 @@ func (s *Session) handshake(ctx context.Context) error {
 	if err := s.writeOKPacket(0, 0, mysqlwire.StatusAutocommit, 0, nil, nil); err != nil {
 		return err
 	}
-	return s.w.Flush()
+	if err := s.w.Flush(); err != nil {
+		return err
+	}
+	if algo := mysqlwire.NegotiatedCompression(s.caps); algo != mysqlwire.CompressNone {
+		// From the next packet on, both ways are compressed (inside TLS
+		// when that is on).
+		cc := mysqlwire.NewCompressConnBuffered(s.nc, algo, resp.zstdLevel, mysqlwire.CompressServer, s.r.TakeBuffered())
+		s.nc = cc
+		s.r.Reset(cc)
+		s.w.Reset(cc)
+		s.compression = algo
+	}
+	return nil
 }
 
 // writeGreeting sends the initial handshake (protocol version 10).

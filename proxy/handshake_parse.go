@@ -15,6 +15,7 @@ const (
 	capLongFlag         uint32 = 0x00000004
 	capConnectWithDB    uint32 = 0x00000008
 	capLocalFiles       uint32 = 0x00000080
+	capIgnoreSpace      uint32 = 0x00000100
 	capProtocol41       uint32 = 0x00000200
 	capInteractive      uint32 = 0x00000400
 	capSSL              uint32 = 0x00000800
@@ -47,6 +48,7 @@ type handshakeResponse struct {
 	db         string
 	plugin     string
 	attrs      map[string]string
+	zstdLevel  int
 }
 
 // parseHandshakeResponse decodes HandshakeResponse41 or an SSLRequest.
@@ -116,6 +118,14 @@ func parseHandshakeResponse(p []byte) (handshakeResponse, error) {
 			return r, err
 		}
 		r.attrs = attrs
+		n, _, ln := mysqlwire.LenEncInt(p)
+		if ln > 0 && uint64(len(p)-ln) >= n {
+			p = p[ln+int(n):]
+		}
+	}
+	if r.caps&capZstd != 0 && len(p) > 0 {
+		// MySQL 8.0.18+: the zstd compression level follows.
+		r.zstdLevel = int(p[0])
 	}
 	return r, nil
 }

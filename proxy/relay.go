@@ -58,7 +58,7 @@ type result struct {
 	// clientState is the session state information of the OK being
 	// relayed that the client's own session_track_* settings ask for.
 	clientState []byte
-	charsetOnly  bool // character_set_connection changed without collation_connection
+	charsetOnly bool // character_set_connection changed without collation_connection
 	// liidTracked: the server reported LAST_INSERT_ID() for a statement
 	// that sets it (setsInsertID: SET LAST_INSERT_ID = n).
 	liidTracked  bool

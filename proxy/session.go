@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -62,6 +64,8 @@ type Session struct {
 	// extOffered and extCaps are the MariaDB extended capabilities the
 	// greeting offered and the client took.
 	extOffered, extCaps uint32
+	// compression is the client protocol's compression (none, zlib, zstd).
+	compression mysqlwire.CompressAlgo
 	// globals is the reading of the server's globals the session's
 	// values rest on (see pool.Globals).
 	globals *pool.Globals
@@ -348,6 +352,21 @@ func (s *Session) initState(db string) {
 		ResultsCollation: s.collation.name,
 	}
 	s.globals = s.pool.Globals()
+	// CLIENT_IGNORE_SPACE adds IGNORE_SPACE to the session's sql_mode.
+	if s.caps&capIgnoreSpace != 0 {
+		mode, ok := s.globals.Value("sql_mode")
+		if !ok {
+			mode = s.pool.SessionDefaults().SQLMode
+		}
+		if !slices.ContainsFunc(strings.Split(mode, ","), func(w string) bool { return strings.EqualFold(w, "IGNORE_SPACE") }) {
+			if mode == "" {
+				mode = "IGNORE_SPACE"
+			} else {
+				mode = "IGNORE_SPACE," + mode
+			}
+			s.state.SetVar("sql_mode", mode)
+		}
+	}
 	// The server gives an interactive client interactive_timeout as its
 	// wait_timeout.
 	if d := s.pool.SessionDefaults(); s.caps&capInteractive != 0 && d.InteractiveTimeout != d.WaitTimeout && d.InteractiveTimeout > 0 {

@@ -8,15 +8,13 @@ var knownProxy = map[string]string{
 	// Compression is not negotiated with clients (README "Clients get the
 	// classic protocol"). Drivers that check the server's capabilities fall
 	// back to plain packets; mysqlnd compresses anyway.
-	"node/compression":    "mysql2 compress:true: direct negotiates it (SHOW SESSION STATUS Compression=ON, config.compress stays true); proxy: no CLIENT_COMPRESS, mysql2 falls back (config.compress=false, Compression=OFF); the 1 MB result and insert are equal",
-	"mysqldb/compression": "compress=True: direct Compression=ON, proxy OFF (libmariadb falls back silently); data equal",
-	"java/compression":    "useCompression=true: direct Compression=ON, proxy OFF (Connector/J falls back silently); data equal",
-	"mysqli/compression":  "MYSQLI_CLIENT_COMPRESS: connect succeeds, then the first query (SHOW SESSION STATUS) hangs until mysqlnd's read timeout (~30 s) and fails with 2006 MySQL server has gone away: mysqlnd compresses although the proxy did not offer CLIENT_COMPRESS",
-	"pdo/compression":     "PDO::MYSQL_ATTR_COMPRESS: as mysqli (mysqlnd): the first query hangs ~30 s, then 2006 MySQL server has gone away",
+	"node/compression":    "compression is negotiated and every query, the 1 MB result and the 1 MB insert agree; only SHOW SESSION STATUS LIKE 'Compression' differs (ON directly, OFF through the proxy): session status variables describe the backend connection, which tpproxy never compresses (README Known limits)",
+	"mysqldb/compression": "compression is negotiated and every query, the 1 MB result and the 1 MB insert agree; only SHOW SESSION STATUS LIKE 'Compression' differs (ON directly, OFF through the proxy): session status variables describe the backend connection, which tpproxy never compresses (README Known limits)",
+	"java/compression":    "compression is negotiated and every query, the 1 MB result and the 1 MB insert agree; only SHOW SESSION STATUS LIKE 'Compression' differs (ON directly, OFF through the proxy): session status variables describe the backend connection, which tpproxy never compresses (README Known limits)",
+	"mysqli/compression":  "compression is negotiated and every query, the 1 MB result and the 1 MB insert agree; only SHOW SESSION STATUS LIKE 'Compression' differs (ON directly, OFF through the proxy): session status variables describe the backend connection, which tpproxy never compresses (README Known limits)",
+	"pdo/compression":     "compression is negotiated and every query, the 1 MB result and the 1 MB insert agree; only SHOW SESSION STATUS LIKE 'Compression' differs (ON directly, OFF through the proxy): session status variables describe the backend connection, which tpproxy never compresses (README Known limits)",
 
 	// CLIENT_IGNORE_SPACE from the handshake is not applied to the session.
-	"node/globals": "mysql2 sets CLIENT_IGNORE_SPACE: direct a new session's @@SESSION.sql_mode is 'IGNORE_SPACE' (after SET GLOBAL sql_mode='') and 'IGNORE_SPACE,STRICT_TRANS_TABLES,...' after the restore; proxy '' and 'STRICT_TRANS_TABLES,...' (no IGNORE_SPACE)",
-	"java/globals": "Connector/J sets CLIENT_IGNORE_SPACE: direct session sql_mode 'IGNORE_SPACE,STRICT_TRANS_TABLES' (after SET GLOBAL sql_mode='') and 'IGNORE_SPACE,STRICT_TRANS_TABLES,...' after the restore; proxy the same without IGNORE_SPACE",
 	// Warnings of a server-side prepared statement.
 	"pdo/globals": "PDO with emulation off runs query() as COM_STMT_PREPARE/EXECUTE: after a prepared INSERT of 'abcdef' into VARCHAR(3) (sql_mode ''), a prepared SHOW WARNINGS returns 1265 'Data truncated for column 'v' at row 1' directly, [] through the proxy",
 

@@ -27,6 +27,7 @@ done <<'TARGETS'
 ./internal/mysqlwire FuzzParseERR
 ./internal/mysqlwire FuzzReader
 ./internal/mysqlwire FuzzParseExecute
+./internal/mysqlwire FuzzCompressRead
 ./proxy FuzzParseHandshakeResponse
 ./proxy FuzzParseChangeUser
 ./pool FuzzParseGreeting

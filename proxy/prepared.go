@@ -96,6 +96,9 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 	if info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0 {
 		// The server would take the client's connection id for one of
 		// its own threads.
+		if ok, err := s.prepareKill(ctx, sql); ok {
+			return err
+		}
 		s.errs++
 		return s.w.WriteERR(mysqlwire.NewError(erUnsupportedPS, "HY000",
 			"This command is not supported in the prepared statement protocol yet (tpproxy: run KILL as a plain query)"))
@@ -183,7 +186,11 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		}
 	}
 	res := result{warnings: ok.Warnings}
-	s.noteDiagnostics(ctx, c, &res, &sqlscan.Info{}, s.pinned != nil || userVar)
+	if e.info.Flags&sqlscan.FlagDiagnostics == 0 || e.info.Multi {
+		// Preparing SHOW WARNINGS (or another reader of diagnostics)
+		// leaves the previous statement's conditions, as on the server.
+		s.noteDiagnostics(ctx, c, &res, &sqlscan.Info{}, s.pinned != nil || userVar)
+	}
 	if userVar {
 		s.setPinned(c, s.pins|pinUserVariable)
 	} else {
@@ -261,6 +268,11 @@ func (s *Session) stmtExecute(ctx context.Context, p []byte) error {
 	}
 	if ex.NewBound {
 		cs.types = append(cs.types[:0], ex.Types...)
+	}
+	if cs.e.kill != nil {
+		err := s.executeKill(ctx, cs, p, ex)
+		cs.clearLong()
+		return err
 	}
 	if cs.cursorOpen {
 		// Executing again closes the statement's cursor, as on the server.
@@ -569,6 +581,9 @@ const bulkSendTypes = 128
 // (2 per parameter) when flags has 128, then the rows.
 func (s *Session) stmtBulkExecute(ctx context.Context, p []byte) error {
 	cs, serr := s.clientStmt(p, "mysqld_stmt_bulk_execute")
+	if serr == nil && cs.e.kill != nil {
+		serr = stmtErr(erUnsupportedPS, "This command is not supported in the prepared statement protocol yet")
+	}
 	if serr == nil && len(p) < 7 {
 		serr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_bulk_execute")
 	}

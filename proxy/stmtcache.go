@@ -39,6 +39,8 @@ type cachedStmt struct {
 	state  pool.State // schema and settings it was prepared in; Sum computed
 	info   sqlscan.Info
 	params uint16
+	// kill is set for a prepared KILL, which lives in its session only.
+	kill *killPS
 
 	// meta is the metadata of the latest COM_STMT_PREPARE response.
 	meta atomic.Pointer[stmtMeta]
@@ -144,6 +146,9 @@ func (sc *stmtCache) ref(e *cachedStmt) {
 // release drops a reference. An unused entry joins the LRU list, whose
 // oldest entries leave the cache.
 func (sc *stmtCache) release(e *cachedStmt) {
+	if e.kill != nil {
+		return // a session's own, never in the cache
+	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if e.refs--; e.refs > 0 {

@@ -16,7 +16,6 @@ var knownProxy = map[string]string{
 
 	// CLIENT_IGNORE_SPACE from the handshake is not applied to the session.
 	// Warnings of a server-side prepared statement.
-	"pdo/globals": "PDO with emulation off runs query() as COM_STMT_PREPARE/EXECUTE: after a prepared INSERT of 'abcdef' into VARCHAR(3) (sql_mode ''), a prepared SHOW WARNINGS returns 1265 'Data truncated for column 'v' at row 1' directly, [] through the proxy",
 
 	// The backend account shows through (README "Users and the backend account").
 	"node/change_user":    "after changeUser to drv_other: CURRENT_USER() direct 'drv_other@%', proxy 'app@%'; USER() direct drv_other@..., proxy app@... (DATABASE() and the reset @v agree)",
@@ -30,8 +29,6 @@ var knownProxy = map[string]string{
 	"mysqldb/found_rows": "SQL-level EXECUTE of a prepared SELECT FOUND_ROWS() right after EXECUTE of a SQL_CALC_FOUND_ROWS statement: 10 directly, 1 through the proxy (its LAST_INSERT_ID read-back after an EXECUTE runs a SELECT on the connection, which the count does not survive; README Known limits). The plain, LIMIT, SQL_CALC_FOUND_ROWS, INSERT ... SELECT and protocol-prepared forms agree",
 
 	// Prepared KILL (README: tpproxy error 1295).
-	"node/kill_expr":   "prepared 'KILL ?', 'KILL QUERY ?', 'KILL QUERY (SELECT ? + CONNECTION_ID())' for an id that does not exist: direct 1094 Unknown thread id, proxy 1295 'This command is not supported in the prepared statement protocol yet (tpproxy: run KILL as a plain query)'; the text forms agree (1094)",
-	"mysqli/kill_expr": "prepared KILL ? / KILL QUERY ? / KILL QUERY (SELECT ? + CONNECTION_ID()): direct 1094, proxy 1295 (tpproxy: run KILL as a plain query); the text forms agree",
 
 	// MariaDB's extended type info (format=json) is not relayed.
 

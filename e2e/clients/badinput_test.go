@@ -113,12 +113,13 @@ func readTimeouts(c *client.Conn) error {
 	return nil
 }
 
-// TestPreparedKillRefused checks the one statement tpproxy refuses to
-// prepare: KILL takes a client's (proxy) connection id, which the server
-// would read as one of its own threads. The refusal is the server's
-// "not supported in the prepared statement protocol" error, and the
-// connection stays usable, also for other prepared statements.
-func TestPreparedKillRefused(t *testing.T) {
+// TestPreparedKill: KILL takes a client's (proxy) connection id, which the
+// server would read as one of its own threads, so a prepared KILL never
+// reaches a backend as KILL: tpproxy evaluates its target with the
+// parameters' values and kills its own session. Unknown ids get 1094 as
+// directly, the session's own id 1317 (KILL QUERY), another user's
+// session 1095, and the connection stays usable for other statements.
+func TestPreparedKill(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 30*time.Second)
 	px := env.StartProxy(t)
@@ -132,20 +133,60 @@ func TestPreparedKillRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	var own int64
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&own); err != nil {
+		t.Fatal(err)
+	}
 	for round := range 3 {
-		for _, q := range []string{"KILL ?", "KILL QUERY ?", "kill connection ?"} {
-			_, err = conn.PrepareContext(ctx, q)
-			if code, _, _ := mysqlErr(err); code != 1295 {
-				t.Errorf("round %d: prepare %q: %v; want error 1295", round, q, err)
+		for _, q := range []string{"KILL ?", "KILL QUERY ?", "kill connection ?", "KILL QUERY (SELECT ? + 0)"} {
+			st, err := conn.PrepareContext(ctx, q)
+			if err != nil {
+				t.Fatalf("round %d: prepare %q: %v", round, q, err)
 			}
+			_, err = st.ExecContext(ctx, 999999)
+			if code, _, _ := mysqlErr(err); code != 1094 {
+				t.Errorf("round %d: %q with an unknown id: %v; want error 1094", round, q, err)
+			}
+			_ = st.Close()
 		}
 		var one int
 		if err := conn.QueryRowContext(ctx, "SELECT ?", 1).Scan(&one); err != nil || one != 1 {
-			t.Fatalf("round %d: prepared SELECT after the refusals: %d, %v", round, one, err)
+			t.Fatalf("round %d: prepared SELECT after the KILLs: %d, %v", round, one, err)
 		}
 	}
+	st, err := conn.PrepareContext(ctx, "KILL QUERY ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ExecContext(ctx, own); err == nil {
+		t.Error("KILL QUERY of the session itself succeeded; the server answers 1317")
+	} else if code, _, _ := mysqlErr(err); code != 1317 {
+		t.Errorf("KILL QUERY of the session itself: %v; want error 1317", err)
+	}
+	_ = st.Close()
+	// Another session of the same user is killed by its proxy id.
+	victim, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	var vid int64
+	if err := victim.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&vid); err != nil {
+		t.Fatal(err)
+	}
+	st, err = conn.PrepareContext(ctx, "KILL ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ExecContext(ctx, vid); err != nil {
+		t.Fatalf("prepared KILL of session %d: %v", vid, err)
+	}
+	_ = st.Close()
+	if err := victim.PingContext(ctx); err == nil {
+		t.Error("the killed session still answers")
+	}
 	if err := conn.PingContext(ctx); err != nil {
-		t.Errorf("ping after refused prepares: %v", err)
+		t.Errorf("ping after the prepared KILLs: %v", err)
 	}
 }
 

@@ -170,6 +170,8 @@ func TestCompressRoundTrip(t *testing.T) {
 	sizes := []int{0, 1, 49, 50, 51, 1000, 64 << 10, 1<<24 - 1, 1 << 24, 40 << 20}
 	if testing.Short() {
 		sizes = sizes[:7]
+	} else if raceEnabled {
+		sizes = sizes[:9]
 	}
 	readSizes := [][]int{{1 << 30}, {1, 7, 4096, 1 << 20, 3}}
 	for _, algo := range czAlgos {
@@ -222,7 +224,7 @@ func TestCompressFraming(t *testing.T) {
 	for _, algo := range czAlgos {
 		for _, random := range []bool{false, true} {
 			for _, n := range sizes {
-				if testing.Short() && n > 1<<20 {
+				if testing.Short() && n > 1<<20 || raceEnabled && (n > 1<<24 || random && n > 1<<20) {
 					continue
 				}
 				data := czText(n, 1)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mysqlwire
+
+const raceEnabled = false

@@ -11,7 +11,7 @@ go vet ./...
 # The semantics suite times its noise sessions: it runs on its own after
 # the rest, not beside the driver matrix's JVM, PHP and Node processes.
 go test -race -count=1 -timeout 30m $(go list ./... | grep -v '/e2e/semantics$')
-go test -race -count=1 -timeout 20m ./e2e/semantics/
+SEMANTICS_BUDGET="${SEMANTICS_BUDGET:-12m}" go test -race -count=1 -timeout 20m ./e2e/semantics/
 
 # A count, not a duration: with a duration Go 1.26's fuzz coordinator can
 # report a bare "context deadline exceeded" at the deadline with no failing

@@ -148,15 +148,7 @@ func (p *Pool) refreshGlobalsOn(ctx context.Context, c *Conn) (bool, error) {
 	}
 	p.globals.Store(g)
 	p.adoptGlobals(g)
-	return g.Gen != p.genOf(old), nil
-}
-
-// genOf is g's generation, 0 for nil.
-func (p *Pool) genOf(g *Globals) uint64 {
-	if g == nil {
-		return 0
-	}
-	return g.Gen
+	return old == nil || g.Gen != old.Gen, nil
 }
 
 // adoptGlobals updates what the pool derives from the globals.
@@ -200,11 +192,8 @@ func (p *Pool) Diff(ctx context.Context, old, cur *Globals, keep func(name, valu
 // sessionScoped reports whether a variable has a session value, from the
 // reading when it says, else by asking the server once per name.
 func (p *Pool) sessionScoped(ctx context.Context, g *Globals, name string) bool {
-	if g.session != nil {
-		return g.session[name]
-	}
-	if v, ok := p.scopes.Load(name); ok {
-		return v.(bool)
+	if scoped, ok := p.knownScope(g, name); ok {
+		return scoped
 	}
 	scoped := false
 	_ = p.ctrl.do(ctx, func(c *Conn) error {
@@ -214,21 +203,27 @@ func (p *Pool) sessionScoped(ctx context.Context, g *Globals, name string) bool 
 	return scoped
 }
 
-// scopedOn is sessionScoped asking on c.
-func (p *Pool) scopedOn(ctx context.Context, c *Conn, g *Globals, name string) bool {
+// knownScope is what the reading or an earlier question says of a
+// variable's scope.
+func (p *Pool) knownScope(g *Globals, name string) (scoped, ok bool) {
 	if g.session != nil {
-		return g.session[name]
+		return g.session[name], true
 	}
 	if v, ok := p.scopes.Load(name); ok {
-		return v.(bool)
+		return v.(bool), true
 	}
-	scoped := false
+	return false, false
+}
+
+// scopedOn is sessionScoped asking on c.
+func (p *Pool) scopedOn(ctx context.Context, c *Conn, g *Globals, name string) bool {
+	if scoped, ok := p.knownScope(g, name); ok {
+		return scoped
+	}
 	err := c.Query(ctx, "SELECT @@SESSION."+quoteIdent(name), func([]byte) error { return nil })
 	var me *mysqlwire.Error
-	switch {
-	case err == nil:
-		scoped = true
-	case errors.As(err, &me):
+	scoped := err == nil
+	if errors.As(err, &me) {
 		err = nil // a global-only variable (1238)
 	}
 	if err == nil {

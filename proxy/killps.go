@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"math"
 	"strconv"
 
@@ -67,7 +66,7 @@ func (s *Session) executeKill(ctx context.Context, cs *clientStmt, p []byte, ex 
 		case nulls[i/8]&(1<<(i%8)) != 0:
 			lit = []byte("NULL")
 		case cs.longMap != nil && i/8 < len(cs.longMap) && cs.longMap[i/8]&(1<<(i%8)) != 0:
-			lit = hexLit(cs.long[i])
+			lit = []byte(hexLiteral(string(cs.long[i])))
 		default:
 			lit, v, err = literalOf(types[2*i], types[2*i+1]&0x80 != 0, v)
 		}
@@ -142,13 +141,7 @@ func literalOf(typ byte, unsigned bool, v []byte) (lit, rest []byte, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	return hexLit(b), v[n:], nil
-}
-
-// hexLit is X'...', a string literal whatever its bytes.
-func hexLit(b []byte) []byte {
-	out := append([]byte("X'"), hex.EncodeToString(b)...)
-	return append(out, '\'')
+	return []byte(hexLiteral(string(b))), v[n:], nil
 }
 
 // placeholders returns the offsets of the '?' placeholders in an

@@ -18,6 +18,10 @@ const (
 	MetricClientCPU  = "client_cpu_pct"
 	MetricServerConn = "server_threads_connected_max"
 	MetricThreadsNew = "server_threads_created"
+	// MetricRelayCPU and MetricServerCPU are StepResult's
+	// RelayCPUUsPerStmt and ServerCPUUsPerStmt.
+	MetricRelayCPU  = "relay_cpu_us_per_stmt"
+	MetricServerCPU = "server_cpu_us_per_stmt"
 )
 
 // Metric is one figure of a direct and a proxy run of the same step.
@@ -112,6 +116,12 @@ func Compare(direct, proxy StepResult) Comparison {
 	if direct.Server != nil && proxy.Server != nil {
 		add(MetricServerConn, false, float64(direct.Server.ThreadsConnectedMax), float64(proxy.Server.ThreadsConnectedMax))
 		add(MetricThreadsNew, false, float64(direct.Server.ThreadsCreated), float64(proxy.Server.ThreadsCreated))
+	}
+	if direct.RelayCPUUsPerStmt > 0 || proxy.RelayCPUUsPerStmt > 0 {
+		add(MetricRelayCPU, false, direct.RelayCPUUsPerStmt, proxy.RelayCPUUsPerStmt)
+	}
+	if direct.ServerCPUUsPerStmt > 0 && proxy.ServerCPUUsPerStmt > 0 {
+		add(MetricServerCPU, false, direct.ServerCPUUsPerStmt, proxy.ServerCPUUsPerStmt)
 	}
 	return c
 }

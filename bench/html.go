@@ -30,7 +30,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if len(r.Comparisons) > 0 {
 		p.Sections = append(p.Sections, htmlreport.Section{
 			Heading: "Before/after",
-			Tables:  []htmlreport.Table{{Header: comparisonHeader, Rows: comparisonRows(r.Comparisons), NumericCols: []int{2, 3, 4, 5, 6}}},
+			Tables:  []htmlreport.Table{{Header: comparisonHeader, Rows: comparisonRows(r.Comparisons), NumericCols: []int{2, 3, 4, 5, 6, 7, 8}}},
 			Paragraphs: func() []string {
 				var out []string
 				for _, c := range r.Comparisons {
@@ -83,7 +83,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	p.Sections = append(p.Sections, htmlreport.Section{
 		Heading:    "All runs",
-		Tables:     []htmlreport.Table{{Header: stepHeader, Rows: stepRows(r.Steps), NumericCols: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16}}},
+		Tables:     []htmlreport.Table{{Header: stepHeader, Rows: stepRows(r.Steps), NumericCols: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 18}}},
 		Paragraphs: errorLines(r.Steps),
 	})
 	if len(r.Notes) > 0 {
@@ -209,7 +209,7 @@ func rampCharts(steps []StepResult, idSuffix string) []htmlreport.Chart {
 		}
 		return c
 	}
-	var haveHost, haveProxy, haveProc bool
+	var haveHost, haveProxy, haveProc, havePerStmt bool
 	for _, s := range steps {
 		if s.Confirm {
 			continue
@@ -224,10 +224,27 @@ func rampCharts(steps []StepResult, idSuffix string) []htmlreport.Chart {
 			add(s, "host CPU", s.Host.CPUBusyPct)
 			add(s, "ctx", s.Host.CtxSwitchesPerSec)
 		}
-		for _, p := range s.Processes {
-			haveProc = true
-			add(s, p.Role+" CPU", p.CPUPct)
-			add(s, p.Role+" ctx", p.CtxSwitchesPerSec)
+		// A step's series show the processes its statements went
+		// through; the others idled or served another target.
+		servers, relays := s.servingProcesses()
+		for _, set := range []struct {
+			kind string
+			idx  []int
+		}{{ProcServer, servers}, {ProcRelay, relays}} {
+			for _, i := range set.idx {
+				p := s.Processes[i]
+				haveProc = true
+				add(s, set.kind+" CPU", p.CPUPct)
+				add(s, set.kind+" ctx", p.CtxSwitchesPerSec)
+			}
+		}
+		if s.RelayCPUUsPerStmt > 0 {
+			havePerStmt = true
+			add(s, "relay µs/stmt", s.RelayCPUUsPerStmt)
+		}
+		if s.ServerCPUUsPerStmt > 0 {
+			havePerStmt = true
+			add(s, "server µs/stmt", s.ServerCPUUsPerStmt)
 		}
 		if s.Proxy != nil {
 			haveProxy = true
@@ -260,6 +277,9 @@ func rampCharts(steps []StepResult, idSuffix string) []htmlreport.Chart {
 		}
 	}
 	charts = append(charts, chart("cpu", "CPU (100 = one core; host: % of all cores)", "%", cpu...))
+	if havePerStmt {
+		charts = append(charts, chart("cpu-stmt", "CPU per statement: proxy (relay) and server", "µs/statement", "relay µs/stmt", "server µs/stmt"))
+	}
 	if len(ctx) > 0 {
 		charts = append(charts, chart("ctx", "Context switches", "switches/s", ctx...))
 	}

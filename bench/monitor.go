@@ -24,7 +24,16 @@ type MonitorConfig struct {
 	// ProxyAdmin maps target names to tpproxy admin-port DSNs: the step
 	// results of those targets get the proxy's own figures (ProxyStep).
 	ProxyAdmin map[string]string
+	// RelayPID maps target names to the process id of their relay (the
+	// proxy in front of the server), for a relay that cannot be found by
+	// the TCP port it listens on: a unix socket, another network
+	// namespace. Other targets on a loopback address are looked up by port
+	// ("auto").
+	RelayPID map[string]int
 }
+
+// ErrNoRelayProcess means a RelayPID names no running process.
+var ErrNoRelayProcess = errors.New("bench: no such relay process")
 
 // monitor takes the host, process and proxy readings at the start and
 // end of every hold. It is built once per ramp.
@@ -35,15 +44,17 @@ type monitor struct {
 	log   *slog.Logger
 }
 
-// watchedProc is a local process found by the port it listens on.
+// watchedProc is a local process found by the port it listens on or
+// named by MonitorConfig.RelayPID.
 type watchedProc struct {
-	role string
+	role string // "server" or a target's name
+	kind string // ProcServer or ProcRelay
 	pid  int
 }
 
 // newMonitor resolves what cfg and the targets allow: the host source,
-// the local server and proxy processes (by listening port, for targets on
-// a loopback address), and the proxies' admin ports.
+// the local server and relay processes (by listening port, for targets on
+// a loopback address, or cfg.RelayPID), and the proxies' admin ports.
 func newMonitor(ctx context.Context, cfg MonitorConfig, serverDSN string, targets []Target, log *slog.Logger) (*monitor, error) {
 	m := &monitor{admin: map[string]*proxyAdmin{}, log: log}
 	if cfg.NodeExporter != "" {
@@ -58,23 +69,49 @@ func newMonitor(ctx context.Context, cfg MonitorConfig, serverDSN string, target
 			m.host = nil
 		}
 	}
-	serverPort := 0
+	watched := map[int]bool{}
+	watch := func(role, kind string, pid int) {
+		if !watched[pid] {
+			watched[pid] = true
+			m.procs = append(m.procs, watchedProc{role: role, kind: kind, pid: pid})
+		}
+	}
 	if serverDSN == "" && len(targets) > 0 {
 		serverDSN = targets[0].DSN // the first target is the server itself by convention
 	}
-	if port, ok := localPort(serverDSN); ok {
-		if pid, err := sysstat.ListenerPID(port); err == nil {
-			m.procs = append(m.procs, watchedProc{role: "server", pid: pid})
-			serverPort = port
+	listener := func(dsn string) (port, pid int) {
+		port, ok := localPort(dsn)
+		if !ok {
+			return 0, 0
 		}
+		pid, err := sysstat.ListenerPID(port)
+		if err != nil {
+			return port, 0
+		}
+		return port, pid
+	}
+	serverPort, pid := listener(serverDSN)
+	if pid != 0 {
+		watch("server", ProcServer, pid)
 	}
 	for _, t := range targets {
-		port, ok := localPort(t.DSN)
-		if !ok || port == serverPort {
+		ownPort := serverPort
+		if t.ServerDSN != "" {
+			var pid int
+			if ownPort, pid = listener(t.ServerDSN); pid != 0 {
+				watch(t.Name, ProcServer, pid)
+			}
+		}
+		if pid, ok := cfg.RelayPID[t.Name]; ok {
+			if _, err := sysstat.ReadProc(pid); err != nil {
+				return nil, fmt.Errorf("%w: --relay-pid %s=%d: %w", ErrNoRelayProcess, t.Name, pid, err)
+			}
+			watch(t.Name, ProcRelay, pid)
 			continue
 		}
-		if pid, err := sysstat.ListenerPID(port); err == nil {
-			m.procs = append(m.procs, watchedProc{role: t.Name, pid: pid})
+		port, pid := listener(t.DSN)
+		if pid != 0 && port != serverPort && port != ownPort {
+			watch(t.Name, ProcRelay, pid)
 		}
 	}
 	for name, dsn := range cfg.ProxyAdmin {
@@ -182,7 +219,8 @@ func (m *monitor) end(ctx context.Context, target string, r *holdReading, res *S
 		}
 		u := sysstat.ProcDelta(a, b)
 		res.Processes = append(res.Processes, ProcessUsage{
-			Role: p.role, PID: p.pid, Name: b.Name, CPUPct: u.CPUPct,
+			Role: p.role, Kind: p.kind, PID: p.pid, Name: b.Name, CPUPct: u.CPUPct,
+			CPUSec:            u.CPUPct * u.Seconds / 100,
 			CtxSwitchesPerSec: u.CtxPerSec, RSSBytes: u.RSS, Threads: u.Threads,
 		})
 	}

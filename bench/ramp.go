@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -158,6 +159,11 @@ func (c *RampConfig) validate() error {
 	for name := range c.Monitor.ProxyAdmin {
 		if !seen[name] {
 			return fmt.Errorf("%w: --proxy-admin names target %q, which is not a --target", ErrBadRamp, name)
+		}
+	}
+	for name, pid := range c.Monitor.RelayPID {
+		if !seen[name] || pid <= 0 {
+			return fmt.Errorf("%w: --relay-pid %s=%d: want the name of a --target and a process id", ErrBadRamp, name, pid)
 		}
 	}
 	if c.Out == nil {
@@ -328,7 +334,7 @@ func runStep(ctx context.Context, cfg RampConfig, wl Workload, mon *monitor, t T
 	hold time.Duration, seed uint64, n, total int) (StepResult, error) {
 	res, err := Run(ctx, Step{
 		Target: t, Workload: wl, Threads: threads,
-		Duration: hold, Warmup: cfg.Warmup, ServerDSN: cfg.ServerDSN,
+		Duration: hold, Warmup: cfg.Warmup, ServerDSN: cmp.Or(t.ServerDSN, cfg.ServerDSN),
 		ConnectPerTx: cfg.ConnectPerTx,
 		Seed:         seed, // the same request stream for every target
 		Progress:     progressLine(cfg.Out, cfg.Interactive, n, total, stepLabel(wl.Name(), threads), t.Name, cfg.Warmup, hold),

@@ -156,7 +156,8 @@ const CSVFile = "results.csv"
 // csvHeader names results.csv's columns (the results.json names).
 var csvHeader = []string{"target", "workload", "threads", "started", "duration_s", "transactions", "queries",
 	"tps", "qps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p99_9_ms", "max_ms", "error_total", "success_pct",
-	"deadlocks_retried", "lock_wait_timeouts_retried", "reconnects", "client_cpu_pct"}
+	"deadlocks_retried", "lock_wait_timeouts_retried", "reconnects", "client_cpu_pct",
+	"relay_cpu_us_per_stmt", "server_cpu_us_per_stmt"}
 
 // WriteCSV writes the steps as CSV, a header first.
 func (r *Report) WriteCSV(w io.Writer) error {
@@ -171,7 +172,8 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		if err := cw.Write([]string{s.Target, s.Workload, strconv.Itoa(s.Threads), s.Started.UTC().Format(time.RFC3339Nano),
 			f(s.DurationSec), u(s.Transactions), u(s.Queries), f(s.TPS), f(s.QPS),
 			f(l.P50), f(l.P90), f(l.P95), f(l.P99), f(l.P999), f(l.Max), u(s.ErrorTotal), f(s.SuccessPct),
-			u(s.Deadlocks), u(s.LockWaitTimeouts), u(s.Reconnects), f(s.ClientCPU.Pct)}); err != nil {
+			u(s.Deadlocks), u(s.LockWaitTimeouts), u(s.Reconnects), f(s.ClientCPU.Pct),
+			f(s.RelayCPUUsPerStmt), f(s.ServerCPUUsPerStmt)}); err != nil {
 			return err
 		}
 	}
@@ -194,28 +196,59 @@ func ReadReport(path string) (*Report, error) {
 
 // comparisonHeader and comparisonRows are the before/after table shared by
 // the terminal and markdown renderings.
-var comparisonHeader = []string{"step", "target", "TPS", "p95 ms", "p99 ms", "errors", "server conns max"}
+var comparisonHeader = []string{"step", "target", "TPS", "p95 ms", "p99 ms", "errors", "server conns max",
+	"proxy CPU µs/stmt", "server CPU µs/stmt"}
 
 // tableMetrics are the comparison table's metric columns, in order.
-var tableMetrics = []string{MetricTPS, MetricP95, MetricP99, MetricErrors, MetricServerConn}
+var tableMetrics = []string{MetricTPS, MetricP95, MetricP99, MetricErrors, MetricServerConn, MetricRelayCPU, MetricServerCPU}
 
+// comparisonRows lists each step's first target once, then every target
+// compared with it and the ratio; steps keep the order of their first
+// comparison.
 func comparisonRows(comps []Comparison) [][]string {
-	var rows [][]string
+	type key struct{ step, direct string }
+	var order []key
+	groups := map[key][]Comparison{}
 	for _, c := range comps {
-		direct := []string{c.Step, c.Direct}
-		proxy := []string{"", c.Proxy}
-		ratio := []string{"", c.Proxy + "/" + c.Direct}
-		for _, name := range tableMetrics {
-			m, ok := c.Metric(name)
-			if !ok {
-				direct, proxy, ratio = append(direct, "-"), append(proxy, "-"), append(ratio, "")
-				continue
-			}
-			direct = append(direct, formatValue(name, m.Direct))
-			proxy = append(proxy, formatValue(name, m.Proxy))
-			ratio = append(ratio, FormatRatio(m))
+		k := key{c.Step, c.Direct}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
 		}
-		rows = append(rows, direct, proxy, ratio)
+		groups[k] = append(groups[k], c)
+	}
+	var rows [][]string
+	for _, k := range order {
+		direct := []string{k.step, k.direct}
+		for _, name := range tableMetrics {
+			// The first target's figures are the same in every
+			// comparison; one that has the metric says it.
+			v := "-"
+			for _, c := range groups[k] {
+				if m, ok := c.Metric(name); ok {
+					v = formatValue(name, m.Direct)
+					break
+				}
+			}
+			direct = append(direct, v)
+		}
+		rows = append(rows, direct)
+		for _, c := range groups[k] {
+			proxy := []string{"", c.Proxy}
+			ratio := []string{"", c.Proxy + "/" + c.Direct}
+			for _, name := range tableMetrics {
+				m, ok := c.Metric(name)
+				switch {
+				case !ok:
+					proxy, ratio = append(proxy, "-"), append(ratio, "")
+				case name == MetricRelayCPU && m.Direct == 0:
+					// The server directly has no relay to compare with.
+					proxy, ratio = append(proxy, formatValue(name, m.Proxy)), append(ratio, "")
+				default:
+					proxy, ratio = append(proxy, formatValue(name, m.Proxy)), append(ratio, FormatRatio(m))
+				}
+			}
+			rows = append(rows, proxy, ratio)
+		}
 	}
 	return rows
 }
@@ -229,6 +262,8 @@ func formatValue(name string, v float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	case MetricSuccess:
 		return strconv.FormatFloat(v, 'f', 3, 64)
+	case MetricRelayCPU, MetricServerCPU:
+		return formatMicros(v)
 	}
 	return formatMillis(v)
 }
@@ -242,6 +277,15 @@ func formatMillis(ms float64) string {
 		return strconv.FormatFloat(ms, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(ms, 'f', 0, 64)
+}
+
+// formatMicros prints a CPU time per statement in µs; 0 (not measured,
+// or no relay) is "-".
+func formatMicros(us float64) string {
+	if us == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(us, 'f', 1, 64)
 }
 
 // FormatRatio prints a metric's ratio as "0.84x (-16%)", "=" when both
@@ -325,7 +369,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "- data: %s; each run %s warmup + %s measured\n", dataLine(e), secs(e.WarmupSec), secs(e.DurationSec))
 	if e.PoolSize > 0 {
-		fmt.Fprintf(&b, "- tpproxy: in-process, %d backend connections\n", e.PoolSize)
+		fmt.Fprintf(&b, "- tpproxy: %d backend connections\n", e.PoolSize)
 	}
 
 	b.WriteString("\n## Before/after\n\n")
@@ -405,6 +449,12 @@ func verdict(c Comparison) string {
 	if m, ok := c.Metric(MetricErrors); ok && (m.Direct != 0 || m.Proxy != 0) {
 		parts = append(parts, fmt.Sprintf("errors %s → %s", formatValue(m.Name, m.Direct), formatValue(m.Name, m.Proxy)))
 	}
+	if m, ok := c.Metric(MetricRelayCPU); ok && m.Proxy > 0 {
+		parts = append(parts, fmt.Sprintf("proxy CPU %s µs/stmt", formatValue(m.Name, m.Proxy)))
+	}
+	if m, ok := c.Metric(MetricServerCPU); ok {
+		parts = append(parts, fmt.Sprintf("server CPU %s → %s µs/stmt", formatValue(m.Name, m.Direct), formatValue(m.Name, m.Proxy)))
+	}
 	return fmt.Sprintf("**%s** (%s → %s): %s", c.Step, c.Direct, c.Proxy, strings.Join(parts, ", "))
 }
 
@@ -419,7 +469,8 @@ func metricTitle(name string) string {
 }
 
 var stepHeader = []string{"step", "target", "tx", "TPS", "QPS", "p50", "p95", "p99", "p99.9", "max ms",
-	"errors", "retried", "reconn", "client CPU %", "host CPU %", "server conns base/max", "threads created"}
+	"errors", "retried", "reconn", "client CPU %", "host CPU %", "server conns base/max", "threads created",
+	"proxy CPU µs/stmt", "server CPU µs/stmt"}
 
 func stepRows(steps []StepResult) [][]string {
 	rows := make([][]string, 0, len(steps))
@@ -444,6 +495,7 @@ func stepRows(steps []StepResult) [][]string {
 			strconv.FormatUint(s.ErrorTotal, 10), strconv.FormatUint(s.Deadlocks+s.LockWaitTimeouts, 10),
 			strconv.FormatUint(s.Reconnects, 10),
 			strconv.FormatFloat(s.ClientCPU.Pct, 'f', 0, 64), host, server, created,
+			formatMicros(s.RelayCPUUsPerStmt), formatMicros(s.ServerCPUUsPerStmt),
 		})
 	}
 	return rows

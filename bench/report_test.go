@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bytes"
+	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +115,110 @@ func TestWriteFiles(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"oltp_read_write/300", "Before/after", "a caveat."} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
+
+// cpuReport has three targets compared with the first, two of them
+// through relays whose CPU per statement was measured.
+func cpuReport() *Report {
+	d := result("direct", "oltp_point_select", 8, 20000, 1, 0, 9)
+	d.ServerCPUUsPerStmt = 30
+	px := result("tpproxy", "oltp_point_select", 8, 10000, 2, 0, 17)
+	px.RelayCPUUsPerStmt, px.ServerCPUUsPerStmt = 25.04, 45
+	hp := result("haproxy", "oltp_point_select", 8, 12000, 2, 0, 9)
+	hp.RelayCPUUsPerStmt, hp.ServerCPUUsPerStmt = 12.5, 40
+	mp := result("mariadb-pool", "oltp_point_select", 8, 21000, 1, 0, 9)
+	mp.ServerCPUUsPerStmt = 28
+	r := sampleReport()
+	r.Steps = []StepResult{d, px, hp, mp}
+	r.Comparisons = []Comparison{Compare(d, px), Compare(d, hp), Compare(d, mp)}
+	return r
+}
+
+// TestRenderTableCPUPerStmt: the first target's row appears once per
+// step, followed by each target compared with it and the ratio; the
+// relay and server CPU per statement have their columns.
+func TestRenderTableCPUPerStmt(t *testing.T) {
+	var b bytes.Buffer
+	if err := RenderTable(&b, cpuReport().Comparisons); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	// Border, header, border, 1 + 3×2 rows, border.
+	if len(lines) != 11 {
+		t.Fatalf("table has %d lines:\n%s", len(lines), b.String())
+	}
+	cells := func(line string) []string {
+		var out []string
+		for _, c := range strings.Split(strings.Trim(line, "|"), "|") {
+			out = append(out, strings.TrimSpace(c))
+		}
+		return out
+	}
+	if h := cells(lines[1]); h[7] != "proxy CPU µs/stmt" || h[8] != "server CPU µs/stmt" {
+		t.Errorf("header %q", h)
+	}
+	for i, want := range map[int][]string{
+		3: {"oltp_point_select/8", "direct", "20000.0", "0.50", "1.00", "0", "9", "-", "30.0"},
+		4: {"", "tpproxy", "10000.0", "1.00", "2.00", "0", "17", "25.0", "45.0"},
+		5: {"", "tpproxy/direct", "0.50x (-50%)", "2.00x (+100%)", "2.00x (+100%)", "=", "1.89x (+89%)", "", "1.50x (+50%)"},
+		6: {"", "haproxy", "12000.0", "1.00", "2.00", "0", "9", "12.5", "40.0"},
+		8: {"", "mariadb-pool", "21000.0", "0.50", "1.00", "0", "9", "-", "28.0"},
+		9: {"", "mariadb-pool/direct", "1.05x (+5%)", "=", "=", "=", "=", "", "0.93x (-7%)"},
+	} {
+		if got := cells(lines[i]); !slices.Equal(got, want) {
+			t.Errorf("line %d:\n got %q\nwant %q", i, got, want)
+		}
+	}
+}
+
+// TestWriteFilesCPUPerStmt: the per-statement CPU reaches results.json,
+// results.csv, summary.md and a chart of report.html.
+func TestWriteFilesCPUPerStmt(t *testing.T) {
+	dir := t.TempDir()
+	r := cpuReport()
+	r.Steps[1].Processes = []ProcessUsage{
+		{Role: "server", Kind: ProcServer, PID: 10, CPUSec: 4.5, CPUUsPerStmt: 45},
+		{Role: "tpproxy", Kind: ProcRelay, PID: 11, CPUSec: 2.504, CPUUsPerStmt: 25.04},
+	}
+	js, md, err := r.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(js)
+	for _, key := range []string{`"relay_cpu_us_per_stmt": 25.04`, `"server_cpu_us_per_stmt": 45`, `"cpu_us_per_stmt": 25.04`, `"kind": "relay"`, `"cpu_s": 2.504`} {
+		if !bytes.Contains(raw, []byte(key)) {
+			t.Errorf("results.json lacks %s", key)
+		}
+	}
+	if bytes.Contains(raw[:bytes.Index(raw, []byte(`"target": "tpproxy"`))], []byte("relay_cpu_us_per_stmt")) {
+		t.Error("results.json has a relay figure for the direct run")
+	}
+	f, err := os.Open(filepath.Join(dir, CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(recs[0])
+	if recs[0][n-2] != "relay_cpu_us_per_stmt" || recs[0][n-1] != "server_cpu_us_per_stmt" ||
+		recs[2][n-2] != "25.04" || recs[2][n-1] != "45" || recs[1][n-2] != "0" {
+		t.Errorf("results.csv: %q", recs)
+	}
+	sum, _ := os.ReadFile(md)
+	for _, want := range []string{"proxy CPU µs/stmt", " 25.0 |", "proxy CPU 25.0 µs/stmt, server CPU 30.0 → 45.0 µs/stmt", "- tpproxy: 16 backend connections"} {
+		if !bytes.Contains(sum, []byte(want)) {
+			t.Errorf("summary.md lacks %q:\n%s", want, sum)
+		}
+	}
+	html, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	for _, want := range []string{`data-chart="cpu-stmt"`, "tpproxy relay µs/stmt", "mariadb-pool server µs/stmt", "proxy CPU µs/stmt"} {
 		if !bytes.Contains(html, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}

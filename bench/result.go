@@ -54,8 +54,18 @@ type StepResult struct {
 	// Server is the server's status in the hold (when Step.ServerDSN
 	// was set and reachable).
 	Server *ServerStatus `json:"server,omitempty"`
-	// Processes are the local mysqld's and proxies' figures in the hold.
+	// Processes are the local servers' and relays' figures in the hold.
 	Processes []ProcessUsage `json:"processes,omitempty"`
+	// RelayCPUUsPerStmt is the CPU time (user + system) the target's
+	// relay used in the hold, in µs per statement the clients completed
+	// (Queries): what a proxy in front of the server costs per statement.
+	// 0 when the target has no watched relay (the server directly).
+	RelayCPUUsPerStmt float64 `json:"relay_cpu_us_per_stmt,omitempty"`
+	// ServerCPUUsPerStmt is the same for the server process behind the
+	// target; with RelayCPUUsPerStmt it is the total cost of a statement
+	// (the client's excluded). 0 when the server is not a watched local
+	// process.
+	ServerCPUUsPerStmt float64 `json:"server_cpu_us_per_stmt,omitempty"`
 	// Proxy is tpproxy's own view of the hold, from its admin port (for
 	// targets given one).
 	Proxy *ProxyStep `json:"proxy,omitempty"`

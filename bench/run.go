@@ -216,6 +216,7 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 	if n := res.Transactions + res.ErrorTotal; n > 0 {
 		res.SuccessPct = float64(res.Transactions) / float64(n) * 100
 	}
+	res.setCPUPerStmt()
 	return res, nil
 }
 

@@ -23,6 +23,12 @@ type Target struct {
 	// tls, timeout). Whether statements go out as text or prepared is the
 	// workload's Schema.Prepared, the same for every target.
 	DSN string
+	// ServerDSN, when set, reaches the server behind this target when it
+	// is not the ramp's server (RampConfig.ServerDSN): a second server
+	// compared with the first, such as MariaDB with its own thread pool.
+	// Its SHOW GLOBAL STATUS and its process (role = Name, kind server)
+	// are then this target's.
+	ServerDSN string
 }
 
 // dialTimeout bounds a connection's dial when the DSN sets no timeout.

@@ -3,14 +3,16 @@ package bench
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 )
 
 // ClientCPU is the CPU time the benchmark process used during a step's
 // measured hold. A client near Cores×100% cannot load the target any
-// harder, and its figures measure itself. When tpproxy runs in-process
-// (the demo), its CPU is included in the proxy target's figure.
+// harder, and its figures measure itself. A proxy running inside this
+// process (as in the package's tests) would be included; the demo and
+// tpbench peers run theirs as separate processes.
 type ClientCPU struct {
 	UserSec   float64 `json:"user_s"`
 	SystemSec float64 `json:"system_s"`
@@ -69,18 +71,96 @@ type HostUsage struct {
 	Source string `json:"source,omitempty"`
 }
 
-// ProcessUsage is one local process's use during a hold: mysqld and
-// tpproxy, found by the ports they listen on.
+// Kinds of ProcessUsage.Kind.
+const (
+	// ProcServer is a database server process.
+	ProcServer = "server"
+	// ProcRelay is a process between the clients and a server: tpproxy,
+	// haproxy, ProxySQL...
+	ProcRelay = "relay"
+)
+
+// ProcessUsage is one local process's use during a hold: the servers and
+// the relays in front of them, found by the ports they listen on (or
+// named with --relay-pid).
 type ProcessUsage struct {
-	// Role is "server" or the target name of a proxy.
+	// Role is "server" (the server behind every target that names no
+	// server of its own) or the name of the target whose relay, or own
+	// server, this process is.
 	Role string `json:"role"`
+	// Kind is ProcServer or ProcRelay.
+	Kind string `json:"kind,omitempty"`
 	PID  int    `json:"pid"`
 	Name string `json:"name"`
 	// CPUPct: 100 is one core.
 	CPUPct float64 `json:"cpu_pct"`
+	// CPUSec is user + system CPU time in the hold (utime + stime).
+	CPUSec float64 `json:"cpu_s"`
+	// CPUUsPerStmt is CPUSec in µs per statement the clients completed in
+	// the hold (StepResult.Queries), for the processes the step's
+	// statements went through (its target's relay and server); 0 for the
+	// others, which idled or served another target.
+	CPUUsPerStmt float64 `json:"cpu_us_per_stmt,omitempty"`
 	// CtxSwitchesPerSec sums voluntary and involuntary switches over the
 	// process's threads.
 	CtxSwitchesPerSec float64 `json:"ctx_switches_per_s"`
 	RSSBytes          uint64  `json:"rss_bytes"`
 	Threads           int     `json:"threads"`
+}
+
+// kind is p's Kind; results.json files written before the field existed
+// tell it by the role alone.
+func (p ProcessUsage) kind() string {
+	switch {
+	case p.Kind != "":
+		return p.Kind
+	case p.Role == "server":
+		return ProcServer
+	}
+	return ProcRelay
+}
+
+// usPerStmt spreads cpuSec over stmts statements, in µs; 0 without
+// statements.
+func usPerStmt(cpuSec float64, stmts uint64) float64 {
+	if stmts == 0 {
+		return 0
+	}
+	return cpuSec * 1e6 / float64(stmts)
+}
+
+// servingProcesses returns the indexes in r.Processes of the processes
+// r's statements went through: the relays of r's target and its server,
+// which is the target's own (kind server, role = target) when one is
+// watched and the shared one (role "server") otherwise.
+func (r *StepResult) servingProcesses() (servers, relays []int) {
+	own := slices.ContainsFunc(r.Processes, func(p ProcessUsage) bool {
+		return p.kind() == ProcServer && p.Role == r.Target
+	})
+	for i, p := range r.Processes {
+		switch {
+		case p.kind() == ProcRelay && p.Role == r.Target:
+			relays = append(relays, i)
+		case p.kind() == ProcServer && (p.Role == r.Target || !own && p.Role == "server"):
+			servers = append(servers, i)
+		}
+	}
+	return servers, relays
+}
+
+// setCPUPerStmt fills the per-statement CPU figures from the processes'
+// CPU time and the statements counted in the hold.
+func (r *StepResult) setCPUPerStmt() {
+	servers, relays := r.servingProcesses()
+	r.RelayCPUUsPerStmt, r.ServerCPUUsPerStmt = 0, 0
+	for _, i := range relays {
+		p := &r.Processes[i]
+		p.CPUUsPerStmt = usPerStmt(p.CPUSec, r.Queries)
+		r.RelayCPUUsPerStmt += p.CPUUsPerStmt
+	}
+	for _, i := range servers {
+		p := &r.Processes[i]
+		p.CPUUsPerStmt = usPerStmt(p.CPUSec, r.Queries)
+		r.ServerCPUUsPerStmt += p.CPUUsPerStmt
+	}
 }

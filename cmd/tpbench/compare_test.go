@@ -20,6 +20,9 @@ func TestCompareBadInput(t *testing.T) {
 		{[]string{"compare", "--target", "a=x", "--target", "a=y"}, "unique"},
 		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--workload", "nope"}, "nope"},
 		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--ps-mode", "sometimes"}, "--ps-mode"},
+		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--relay-pid", "4242"}, "want NAME=PID"},
+		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--relay-pid", "a=-1"}, "not a process id"},
+		{[]string{"compare", "--target", "a=root@tcp(127.0.0.1:1)/x", "--relay-pid", "b=4242"}, "--relay-pid b=4242: want the name of a --target"},
 		{[]string{"prepare"}, "--dsn is required"},
 		{[]string{"prepare", "--dsn", "root@tcp(127.0.0.1:1)/x", "--table-size", "0"}, "--table-size"},
 		{[]string{"cleanup", "--dsn", "root@tcp(127.0.0.1:1)/x", "--tables", "0"}, "--tables"},
@@ -29,5 +32,15 @@ func TestCompareBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err = %v, want it to mention %q\n%s", c.args, err, c.want, out)
 		}
+	}
+}
+
+func TestParseRelayPIDs(t *testing.T) {
+	got, err := parseRelayPIDs([]string{"proxy=42", "haproxy=auto", "other=7", "other=auto"})
+	if err != nil || len(got) != 1 || got["proxy"] != 42 {
+		t.Errorf("parseRelayPIDs = %v, %v; want proxy=42 only (auto is the port lookup)", got, err)
+	}
+	if got, err := parseRelayPIDs(nil); err != nil || got != nil {
+		t.Errorf("no flags: %v, %v", got, err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type loadFlags struct {
 	serverDSN    string
 	nodeExporter string
 	proxyAdmin   []string
+	relayPID     []string
 	out          string
 }
 
@@ -45,6 +47,8 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.serverDSN, "server-dsn", "", "DSN for SHOW GLOBAL STATUS on the database server (optional)")
 	fl.StringVar(&f.nodeExporter, "node-exporter", "", "node_exporter URL of the database host (http://db:9100/metrics) for host figures; default: this machine's /proc")
 	fl.StringArrayVar(&f.proxyAdmin, "proxy-admin", nil, "[NAME=]DSN of a tpproxy admin port (default NAME: proxy): adds the proxy's queue figures to that target")
+	fl.StringArrayVar(&f.relayPID, "relay-pid", nil, "NAME=PID|auto: the process id of the relay (proxy) in front of target NAME's server, for its CPU µs per statement; "+
+		"auto (the default for every target on a loopback address) finds it by the port it listens on; repeat for each target")
 	fl.StringVar(&f.out, "out", "", "write results.json, results.csv, summary.md and report.html to this directory")
 }
 
@@ -80,7 +84,37 @@ func (f *loadFlags) monitor(targets []bench.Target) (bench.MonitorConfig, error)
 		}
 		m.ProxyAdmin[name] = dsn
 	}
+	pids, err := parseRelayPIDs(f.relayPID)
+	if err != nil {
+		return m, err
+	}
+	m.RelayPID = pids
 	return m, nil
+}
+
+// parseRelayPIDs reads --relay-pid NAME=PID flags; NAME=auto leaves the
+// target to the port lookup.
+func parseRelayPIDs(flags []string) (map[string]int, error) {
+	var out map[string]int
+	for _, s := range flags {
+		name, v, ok := strings.Cut(s, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--relay-pid %q: want NAME=PID or NAME=auto, e.g. proxy=4242", s)
+		}
+		if v == "auto" {
+			delete(out, name)
+			continue
+		}
+		pid, err := strconv.Atoi(v)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("--relay-pid %q: %q is not a process id (or auto)", s, v)
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[name] = pid
+	}
+	return out, nil
 }
 
 // defaultProxyTarget is the target an unnamed --proxy-admin belongs to:

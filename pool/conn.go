@@ -115,6 +115,9 @@ type Conn struct {
 	// stmts are the statements prepared on this connection.
 	stmts stmtList
 	live  liveness
+	// unchecked: handed out without a look at the socket (Verify), and
+	// no answer has been read since.
+	unchecked bool
 }
 
 // Retire marks the connection as one that must be closed, not reset or
@@ -620,6 +623,7 @@ func (c *Conn) readResult(onRow func(row []byte) error) (mysqlwire.OK, error) {
 			c.broken = true
 			return mysqlwire.OK{}, fmt.Errorf("%w: %w", ErrBroken, err)
 		}
+		c.unchecked = false
 		switch {
 		case mysqlwire.IsERR(p):
 			return mysqlwire.OK{}, mysqlwire.ParseERR(p)

@@ -257,7 +257,12 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 			break
 		}
 		p.mu.Unlock()
-		if c.alive() {
+		// A connection used moments ago is handed out without a look at
+		// its socket (a syscall per statement otherwise): the caller
+		// checks it with Verify before a statement it could not repeat,
+		// and may repeat one that is safe to when the first exchange
+		// finds it closed (DeadOnArrival).
+		if c.unchecked = time.Since(c.lastUsed) < idleCheckAfter; c.unchecked || c.alive() {
 			p.acquireWait.Observe(0)
 			return p.fit(ctx, c, want)
 		}
@@ -434,6 +439,7 @@ func (p *Pool) redial(ctx context.Context, c *Conn, want *State) (*Conn, error) 
 // never waits for it); an expired one is retired.
 func (p *Pool) Release(c *Conn) {
 	c.lastUsed = time.Now()
+	c.unchecked = false
 	c.state.Sum() // refresh the fingerprint Acquire matches on
 	if !c.broken && !c.retire && c.dirty {
 		p.stats.resets.Add(1)

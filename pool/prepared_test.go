@@ -3,6 +3,7 @@ package pool_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/pool"
@@ -123,35 +124,86 @@ func TestAutomaticPreparedLimit(t *testing.T) {
 	}
 }
 
-// TestAcquireReplacesConnectionKilledWhileIdle checks that a connection the
-// server closed while it sat idle (KILL, wait_timeout) is never handed out.
+// TestAcquireReplacesConnectionKilledWhileIdle checks what a caller learns
+// of a connection the server closed while it sat idle (KILL, wait_timeout):
+// used moments ago, it is handed out unchecked, and Verify or its first
+// exchange (DeadOnArrival) says it is dead; idle for longer than
+// idleCheckAfter, it is never handed out.
 func TestAcquireReplacesConnectionKilledWhileIdle(t *testing.T) {
 	p := newPool(t, func(c *pool.Config) { c.Size = 1 })
 	ctx := ctxT(t)
+	root := env.Root(t)
+	kill := func(use func(c *pool.Conn)) uint32 {
+		t.Helper()
+		c, err := p.Acquire(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := c.ThreadID()
+		if use != nil {
+			use(c)
+		}
+		p.Release(c)
+		if _, err := root.Exec("KILL CONNECTION ?", old); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool {
+			var n int
+			_ = root.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", old).Scan(&n)
+			return n == 0
+		})
+		return old
+	}
+	fresh := func(old uint32) {
+		t.Helper()
+		c, err := p.Acquire(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Release(c)
+		if c.ThreadID() == old {
+			t.Fatal("Acquire handed out the killed connection again")
+		}
+		if got := value(t, c, "SELECT 3"); got != "3" {
+			t.Fatal(got)
+		}
+	}
+
+	// Used moments ago: Verify finds it dead.
+	old := kill(nil)
 	c, err := p.Acquire(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := c.ThreadID()
-	p.Release(c)
-	root := env.Root(t)
-	if _, err := root.Exec("KILL CONNECTION ?", old); err != nil {
-		t.Fatal(err)
+	if c.ThreadID() == old {
+		if !c.Unchecked() || c.Verify() {
+			t.Fatalf("the killed connection came unchecked=%v and passed Verify", c.Unchecked())
+		}
+		p.Release(c)
+		fresh(old)
+	} else {
+		p.Release(c) // the pool found out on its own (health check)
 	}
-	waitFor(t, func() bool {
-		var n int
-		_ = root.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", old).Scan(&n)
-		return n == 0
-	})
+
+	// Used moments ago: its first exchange finds it dead.
+	old = kill(nil)
 	c, err = p.Acquire(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Release(c)
 	if c.ThreadID() == old {
-		t.Fatal("Acquire handed out the killed connection")
+		_, err := c.Exec(ctx, "SELECT 4")
+		if err == nil || !c.DeadOnArrival(err) {
+			t.Fatalf("Exec on the killed connection: %v (dead on arrival %v)", err, err != nil && c.DeadOnArrival(err))
+		}
+		p.Release(c)
+		fresh(old)
+	} else {
+		p.Release(c)
 	}
-	if got := value(t, c, "SELECT 3"); got != "3" {
-		t.Fatal(got)
-	}
+
+	// Idle for longer than idleCheckAfter: never handed out.
+	old = kill(nil)
+	time.Sleep(1100 * time.Millisecond)
+	fresh(old)
 }

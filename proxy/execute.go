@@ -54,26 +54,42 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		// PARAMETER_COUNT_AVAILABLE).
 		res.wantCursor = run.ex.Flags&0x07 != 0
 	}
-	c, err := s.acquire(ctx, q, info, &res)
-	if c == nil {
-		return err
-	}
-	s.scopeOf(q, info, &res)
-	s.beginExec(c, p[0], q)
-	if run != nil {
-		err = s.sendStmt(ctx, c, p, run, &res)
-	} else {
-		c.StartCommand()
-		err = c.Writer().WritePacket(p)
-		if err == nil {
-			err = c.Flush()
+	again := run == nil && repeatable(info)
+	first := res
+	var c *pool.Conn
+	var ended bool
+	for {
+		var err error
+		c, err = s.acquire(ctx, q, info, &res, again)
+		if c == nil {
+			return err
 		}
-		if err == nil {
-			err = s.relay(c, mode, &res)
+		s.scopeOf(q, info, &res)
+		s.beginExec(c, p[0], q)
+		if run != nil {
+			err = s.sendStmt(ctx, c, p, run, &res)
+		} else {
+			c.StartCommand()
+			err = c.Writer().WritePacket(p)
+			if err == nil {
+				err = c.Flush()
+			}
+			if err == nil {
+				err = s.relay(c, mode, &res)
+			}
 		}
-	}
-	ended := s.endExec()
-	if err != nil {
+		ended = s.endExec()
+		if err == nil {
+			break
+		}
+		if again && !ended && !res.routine && res.sent == 0 && res.clientErr == nil && c != s.pinned && c.DeadOnArrival(err) {
+			// The server had closed the connection while it was idle; the
+			// statement only reads, so it runs again on another one.
+			c.MarkBroken()
+			s.pool.Release(c)
+			res = first
+			continue
+		}
 		return s.backendFailed(c, &res, err)
 	}
 	if res.err != nil {
@@ -96,6 +112,15 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		return errReleased
 	}
 	return nil
+}
+
+// repeatable reports whether a query only reads, so that running it again
+// on another connection is harmless: a lone SELECT or SHOW with none of the
+// scanner's flags (no variables, locks, sequences, diagnostics, found rows
+// or insert ids). Stored functions it calls are judged by the catalog
+// (result.routine) before a repeat.
+func repeatable(info *sqlscan.Info) bool {
+	return (info.Kind == sqlscan.KindSelect || info.Kind == sqlscan.KindShow) && !info.Multi && info.Flags&^sqlscan.FlagFrom == 0
 }
 
 // errReleased ends a session whose COMMIT or ROLLBACK released it.
@@ -138,17 +163,28 @@ func (s *Session) admit(ctx context.Context) (ok bool, err error) {
 // acquire returns the backend connection for the session's next statement,
 // ready for it. When there is none, the client has been told why and c is
 // nil; err is then non-nil only if the session must end.
-func (s *Session) acquire(ctx context.Context, q []byte, info *sqlscan.Info, res *result) (c *pool.Conn, err error) {
+//
+// again says the statement is safe to run twice (repeatable): a connection
+// the pool handed out unchecked is then used without a look at its socket,
+// and one found closed by the server on first use is replaced.
+func (s *Session) acquire(ctx context.Context, q []byte, info *sqlscan.Info, res *result, again bool) (c *pool.Conn, err error) {
 	wasPinned := s.pinned != nil
-	c, err = s.backend(ctx)
-	if err == nil {
-		if err = s.prepare(ctx, c, q, info, res); err != nil {
-			if c == s.pinned && c.Broken() {
-				s.loseBackend()
-			} else {
-				s.releaseIfUnpinned(c)
+	for {
+		c, err = s.backendFor(ctx, true, again)
+		if err == nil {
+			if err = s.prepare(ctx, c, q, info, res); err != nil {
+				if c == s.pinned && c.Broken() {
+					s.loseBackend()
+				} else {
+					dead := c != s.pinned && c.DeadOnArrival(err)
+					s.releaseIfUnpinned(c)
+					if dead {
+						continue // what prepare sends is tpproxy's own
+					}
+				}
 			}
 		}
+		break
 	}
 	if err == nil {
 		return c, nil

@@ -140,7 +140,7 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		return err
 	}
 	defer s.srv.sched.Release(&s.task)
-	c, err := s.acquire(ctx, nil, &sqlscan.Info{}, nil)
+	c, err := s.acquire(ctx, nil, &sqlscan.Info{}, nil, false)
 	if c == nil {
 		return err
 	}

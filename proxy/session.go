@@ -378,7 +378,7 @@ func (s *Session) initState(db string) {
 // checkSchema validates the session's schema on a backend connection, as
 // the server does for a login or COM_CHANGE_USER naming one.
 func (s *Session) checkSchema(ctx context.Context) error {
-	c, err := s.backendFor(ctx, false)
+	c, err := s.backendFor(ctx, false, false)
 	if err != nil {
 		return err
 	}
@@ -438,24 +438,38 @@ func (s *Session) status() uint16 {
 // backend returns the connection for the session's next statement: its
 // pinned one, or one from the pool brought to the session's state.
 func (s *Session) backend(ctx context.Context) (*pool.Conn, error) {
-	return s.backendFor(ctx, true)
+	return s.backendFor(ctx, true, false)
 }
 
 // backendFor is backend; lenient lets a session whose default schema was
 // dropped go on without one (false: the schema was just asked for, and
-// its absence is the answer).
-func (s *Session) backendFor(ctx context.Context, lenient bool) (*pool.Conn, error) {
+// its absence is the answer). repeatable says the caller repeats its
+// statement on another connection when this one turns out to have been
+// closed by the server (pool.Conn.DeadOnArrival); otherwise a connection
+// the pool handed out unchecked is checked first.
+func (s *Session) backendFor(ctx context.Context, lenient, repeatable bool) (*pool.Conn, error) {
 	c := s.pinned
 	if c == nil {
 		s.followGlobals(ctx)
-		var err error
-		if c, err = s.pool.AcquireWaiting(ctx, &s.state, &s.task); err != nil {
-			return nil, err
+		for {
+			var err error
+			if c, err = s.pool.AcquireWaiting(ctx, &s.state, &s.task); err != nil {
+				return nil, err
+			}
+			if repeatable || c.Verify() {
+				break
+			}
+			s.pool.Release(c) // broken: closed and replaced
 		}
 	}
 	if err := c.Sync(ctx, &s.state); err != nil {
 		if c != s.pinned {
+			dead := c.DeadOnArrival(err)
 			s.pool.Release(c)
+			if dead {
+				// What Sync sends is tpproxy's own: safe to send again.
+				return s.backendFor(ctx, lenient, repeatable)
+			}
 		} else if c.Broken() {
 			s.loseBackend()
 		}
@@ -467,7 +481,7 @@ func (s *Session) backendFor(ctx context.Context, lenient bool) (*pool.Conn, err
 			// documented limit) instead of failing every statement.
 			s.logger().Debug("default schema no longer exists; continuing without one", "schema", s.state.Schema)
 			s.state.SetSchema("")
-			return s.backend(ctx)
+			return s.backendFor(ctx, lenient, repeatable)
 		}
 		return nil, err
 	}

@@ -1,0 +1,117 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/proxytest"
+	"github.com/tpproxy/tpproxy/pool"
+)
+
+// TestIdleConnectionsKilledByTheServer: the pool hands out a connection
+// used moments ago without looking at its socket. When the server has
+// closed it meanwhile (a DBA's KILL, a restart), a statement that only
+// reads runs again on another connection, and any other statement gets a
+// connection checked first: the client sees no error either way, and no
+// write runs twice.
+func TestIdleConnectionsKilledByTheServer(t *testing.T) {
+	ctx := context.Background()
+	root := env.Root(t)
+	const account = "idlekill"
+	for _, q := range []string{
+		"DROP USER IF EXISTS " + account,
+		"CREATE USER " + account + " IDENTIFIED BY 'pw'",
+		"GRANT ALL ON " + proxytest.DB + ".* TO " + account,
+		"CREATE TABLE IF NOT EXISTS idlekill (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
+		"TRUNCATE idlekill",
+	} {
+		if _, err := root.ExecContext(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	t.Cleanup(func() { _, _ = root.ExecContext(context.Background(), "DROP USER IF EXISTS "+account) })
+	px := env.StartProxy(t, func(o *proxytest.Options) {
+		o.Pool.User, o.Pool.Password = account, "pw"
+		o.Pool.Size = 2
+		o.Pool.HealthInterval = time.Hour // the health checker must not find them first
+	})
+	db := px.Open(t)
+	db.SetMaxOpenConns(1)
+	// The pool dials its connections in the background: all of them first.
+	if !proxytest.Poll(5*time.Second, 10*time.Millisecond, func() bool { return px.Pool.Stats().Idle == 2 }) {
+		t.Fatalf("pool not filled: %+v", px.Pool.Stats())
+	}
+
+	killAll := func() int {
+		t.Helper()
+		rows, err := root.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", account)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		for _, id := range ids {
+			if _, err := root.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Until the server has closed them.
+		if !proxytest.Poll(5*time.Second, 10*time.Millisecond, func() bool {
+			var n int
+			_ = root.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", account).Scan(&n)
+			return n == 0
+		}) {
+			rows, _ := root.QueryContext(ctx, "SELECT ID, COMMAND, IFNULL(STATE,''), TIME FROM information_schema.PROCESSLIST WHERE USER = ?", account)
+			for rows.Next() {
+				var id, cmd, st, tm string
+				_ = rows.Scan(&id, &cmd, &st, &tm)
+				t.Log(id, cmd, st, tm, ids)
+			}
+			rows.Close()
+			t.Fatal("the killed connections stayed")
+		}
+		return len(ids)
+	}
+	stats := func() pool.Stats { return px.Pool.Stats() }
+
+	for round := range 3 {
+		var one int
+		if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+			t.Fatal(err)
+		}
+		before := stats()
+		if n := killAll(); n == 0 {
+			t.Fatal("no backend connection to kill")
+		}
+		// Within idleCheckAfter of their last use.
+		var v string
+		if err := db.QueryRowContext(ctx, "SELECT @@version_comment").Scan(&v); err != nil {
+			t.Fatalf("round %d: a read after its connection was killed: %v", round, err)
+		}
+		killAll()
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("INSERT INTO idlekill (v) VALUES (%d)", round)); err != nil {
+			t.Fatalf("round %d: a write after its connection was killed: %v", round, err)
+		}
+		killAll()
+		if _, err := db.ExecContext(ctx, "INSERT INTO idlekill (v) VALUES (?)", -round); err != nil {
+			t.Fatalf("round %d: a prepared write after its connection was killed: %v", round, err)
+		}
+		after := stats()
+		if after.Broken+after.HealthFailures == before.Broken+before.HealthFailures {
+			t.Fatalf("round %d: the dead connections left no trace: before %+v after %+v", round, before, after)
+		}
+	}
+	var n int
+	if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM idlekill").Scan(&n); err != nil || n != 6 {
+		t.Fatalf("rows = %d, %v; want 6 (each write ran once)", n, err)
+	}
+}

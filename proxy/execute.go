@@ -449,7 +449,11 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	}
 	if pins == 0 && s.foundRowsOnConn {
 		// The count lives on the connection the session now leaves.
-		s.readFoundRows(ctx, c, res.rows)
+		if s.foundRowsExact {
+			s.foundRowsOnConn = false
+		} else {
+			s.readFoundRows(ctx, c, res.rows)
+		}
 	}
 	if res.err == nil && s.releases(info, q) {
 		// The server closes the connection after its OK.

@@ -58,6 +58,8 @@ type Session struct {
 	// foundRowsOnConn: the exact FOUND_ROWS() is on the pinned connection
 	// (a LIMIT query of a pinned session); foundRows is a fallback.
 	foundRowsOnConn bool
+	// foundRowsExact: foundRows is the count on the pinned connection too.
+	foundRowsExact bool
 	// connID is what CONNECTION_ID() returns: the session's id, or the
 	// pseudo_thread_id the client set.
 	connID uint32

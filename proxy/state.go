@@ -491,8 +491,12 @@ func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res
 		(info.Kind == sqlscan.KindInsert || info.Kind == sqlscan.KindReplace || info.Kind == sqlscan.KindCreate)
 	if keep && (res.resultSet || selects || info.Flags&sqlscan.FlagSQLPrepare != 0) {
 		// EXECUTE runs a text tpproxy does not see: whatever it counted
-		// is on the connection too.
+		// is on the connection too. A lone result set without LIMIT
+		// counted the rows relayed (foundRowsExact): the connection need
+		// not be asked when the session leaves it.
 		s.foundRows, s.foundRowsOnConn = res.rows, true
+		s.foundRowsExact = res.resultSet && !selects && info.Flags&sqlscan.FlagSQLPrepare == 0 && !info.Multi &&
+			!res.routine && info.Kind != sqlscan.KindCall && !containsFold(q, "LIMIT")
 		return false
 	}
 	if !res.resultSet && !selects {

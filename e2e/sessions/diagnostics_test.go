@@ -222,6 +222,35 @@ func TestFoundRowsPerSession(t *testing.T) {
 		mustRows(t, b, "SELECT id FROM fr_t WHERE g <= 9")
 		wantInt(t, a, "SELECT FOUND_ROWS()", 4)
 	})
+
+	t.Run("transaction_then_other_session", func(t *testing.T) {
+		// A transaction's last SELECT counts, across the DML after it and
+		// the COMMIT, also when another session has used the connection
+		// since; with LIMIT the count is the server's, read at COMMIT.
+		px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 1 })
+		d := openSession(t, env.DirectDSN())
+		a, b := openSession(t, px.DSN()), openSession(t, px.DSN())
+		for _, c := range []struct {
+			sel  string
+			want int64
+		}{
+			{"SELECT id FROM fr_t WHERE g <= 6", 6},
+			{"SELECT id FROM fr_t WHERE g <= 6 ORDER BY id LIMIT 4,1", 5},
+			{"SELECT SQL_CALC_FOUND_ROWS id FROM fr_t WHERE g <= 11 LIMIT 1", 11},
+		} {
+			for _, s := range []*session{d, a} {
+				mustExec(t, s, "BEGIN")
+				mustRows(t, s, c.sel)
+				mustExec(t, s, "UPDATE fr_t SET g = g WHERE id = 1")
+				mustExec(t, s, "COMMIT")
+				if s == a {
+					waitUnpinned(t, px, a.ID)
+					mustRows(t, b, "SELECT id FROM fr_t WHERE g <= 2")
+				}
+				wantInt(t, s, "SELECT FOUND_ROWS()", c.want)
+			}
+		}
+	})
 }
 
 // TestWarningsPerSession: SHOW WARNINGS shows the session's own previous

@@ -129,7 +129,7 @@ func (s *Session) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result
 		return nil
 	})
 	if err != nil {
-		s.logger().Debug("could not copy diagnostics", "err", err)
+		s.debug("could not copy diagnostics", "err", err)
 	}
 	if n := uint16(len(s.diag)); n > s.warningCount {
 		s.warningCount = n

@@ -257,7 +257,7 @@ func (s *Session) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sql
 			if !errors.As(err, &me) {
 				return err
 			}
-			s.logger().Debug("cannot prime FOUND_ROWS()", "err", err)
+			s.debug("cannot prime FOUND_ROWS()", "err", err)
 		}
 	}
 	if info.Flags&sqlscan.FlagDiagnostics != 0 {
@@ -318,13 +318,13 @@ func (s *Session) learnResultsCollation(ctx context.Context, c *pool.Conn) bool 
 	}
 	id, err := c.ResultsCollationID(ctx)
 	if err != nil {
-		s.logger().Debug("could not read the results collation", "err", err)
+		s.debug("could not read the results collation", "err", err)
 		c.MarkDirty()
 		return false
 	}
 	name, ok := s.srv.chars.nameOf(ctx, s.pool, id)
 	if !ok {
-		s.logger().Debug("unknown results collation", "id", id)
+		s.debug("unknown results collation", "id", id)
 		c.MarkDirty()
 		return false
 	}
@@ -400,7 +400,7 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 		// prepared statement): the reset must restore it.
 		pins |= pinStateChange
 		c.MarkRoleChanged()
-		s.logger().Debug("session pinned for a state change tpproxy could not name",
+		s.debug("session pinned for a state change tpproxy could not name",
 			"kind", info.Kind.String(), "first_word", string(sqlscan.FirstKeyword(q)), "eof", res.eofChange, "ok", res.okChange)
 	}
 	if res.unreplayable {
@@ -414,13 +414,13 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 		// start from the new globals. The session itself keeps its values.
 		s.followGlobals(ctx)
 		if _, err := s.pool.RefreshGlobals(ctx); err != nil {
-			s.logger().Debug("cannot read the backend's globals", "err", err)
+			s.debug("cannot read the backend's globals", "err", err)
 		}
 		s.followGlobals(ctx)
 	}
 	if slices.Contains(s.tracked, "character_set_results") && !s.learnResultsCollation(ctx, c) {
 		pins |= pinStateChange
-		s.logger().Debug("session pinned: the collation of character_set_results could not be learnt")
+		s.debug("session pinned: the collation of character_set_results could not be learnt")
 	}
 	s.refreshDerived()
 	pins = pins&^(pinProfiling|pinAutoIsNull) | s.statePins | s.pins&pinProfiling

@@ -146,6 +146,7 @@ func (srv *Server) reaper(ctx context.Context) {
 			srv.mu.Unlock()
 			for _, s := range batch {
 				s.maybeWatch(now)
+				s.maybePark(now)
 			}
 			clear(batch)
 		}

@@ -226,7 +226,6 @@ func (srv *Server) serve(ctx context.Context, ln net.Listener, extra *extraPort)
 
 // serveConn runs one client connection from handshake to teardown.
 func (srv *Server) serveConn(ctx context.Context, nc net.Conn, extra *extraPort) {
-	defer srv.wg.Done()
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
@@ -234,6 +233,7 @@ func (srv *Server) serveConn(ctx context.Context, nc net.Conn, extra *extraPort)
 	s := newSession(srv, nc, extra)
 	if reason, ok := srv.register(s); !ok {
 		srv.metrics.rejected[reason].Add(1)
+		defer srv.wg.Done()
 		if reason == RejectShuttingDown {
 			s.reject(errShuttingDown)
 			return
@@ -242,8 +242,19 @@ func (srv *Server) serveConn(ctx context.Context, nc net.Conn, extra *extraPort)
 		s.reject(errTooManyConnections)
 		return
 	}
-	defer srv.unregister(s)
-	s.run(ctx)
+	srv.serveSession(s, func() bool { return s.run(ctx) })
+}
+
+// serveSession runs step, the session's goroutine's work; when the
+// session parks, a new goroutine waits for its client and goes on
+// (resume), and this one ends. When it ends, the session is removed.
+func (srv *Server) serveSession(s *Session, step func() bool) {
+	if step() {
+		go srv.resume(s)
+		return
+	}
+	srv.unregister(s)
+	srv.wg.Done()
 }
 
 // register adds a session unless the connection limit is reached or the

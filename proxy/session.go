@@ -37,7 +37,9 @@ type Session struct {
 	remote string
 	r      *mysqlwire.Reader
 	w      *mysqlwire.Writer
-	small  [smallBufSize]byte
+	// small is the reader's resident buffer, from smallBufs; a parked
+	// session gives it back.
+	small *[smallBufSize]byte
 
 	salt      [20]byte
 	user      string
@@ -132,6 +134,12 @@ type Session struct {
 	pinsNow atomic.Uint32
 	// idle is set while the session waits for the client's next command.
 	idle atomic.Bool
+	// wait is the state of that wait (waitBusy...), waitSince when it
+	// began (unix ns): the reaper parks sessions idle for long.
+	wait      atomic.Uint32
+	waitSince atomic.Int64
+	// ctx is the server's context the session serves under.
+	ctx context.Context
 	// cmdIndex is the command being served (commandIndex) and errs counts
 	// the error answers written, so that the loop can tell the command's
 	// outcome.
@@ -163,6 +171,7 @@ func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
 	s.id = srv.nextID()
 	s.connID = s.id
 	s.task.ConnID = s.id
+	s.small = smallBufs.Get().(*[smallBufSize]byte)
 	s.r = mysqlwire.NewReader(nc, s.small[:], srv.bufs)
 	s.r.MaxPacket = int(srv.maxPacketOf(s.pool))
 	s.w = mysqlwire.NewWriter(nc, srv.bufs)
@@ -181,9 +190,17 @@ func (s *Session) logger() *slog.Logger {
 	return s.log
 }
 
-// run serves the session until the client quits or fails.
-func (s *Session) run(ctx context.Context) {
-	defer s.teardown()
+// debug logs at debug level, building the session's logger only when
+// that level is on: idle sessions keep no logger of their own.
+func (s *Session) debug(msg string, args ...any) {
+	if s.srv.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.logger().Debug(msg, args...)
+	}
+}
+
+// run logs the client in and serves the session (serve). It reports
+// whether the session parked instead of ending (see parkAfter).
+func (s *Session) run(ctx context.Context) (parked bool) {
 	err := s.handshake(ctx)
 	// Idle sessions hold no large buffers: give back what the handshake
 	// used, after sending what it owes (an error, say).
@@ -193,22 +210,55 @@ func (s *Session) run(ctx context.Context) {
 	if err != nil {
 		if !errors.Is(err, errAuth) {
 			s.srv.metrics.rejected[RejectHandshakeFailed].Add(1)
-			s.logger().Debug("handshake failed", "err", err)
+			s.debug("handshake failed", "err", err)
 		}
-		return
+		s.teardown()
+		return false
 	}
-	s.logger().Debug("session started")
+	s.ctx = ctx
+	s.debug("session started")
 	s.publish()
+	if s.canPark() {
+		// The handshake's stack is the deepest the session ever needs.
+		s.idle.Store(true)
+		s.park()
+		return true
+	}
+	return s.serve()
+}
+
+// serve serves commands until the client quits or fails, or until the
+// session parks (parked).
+func (s *Session) serve() (parked bool) {
+	ctx := s.ctx
+	defer func() {
+		if !parked {
+			s.teardown()
+		}
+	}()
 	for {
 		s.refreshDerived()
 		s.armIdleTimeout()
 		s.idle.Store(true)
+		s.waitSince.Store(time.Now().UnixNano())
+		s.wait.Store(waitIdle)
 		if s.srv.draining.Load() && !s.holdsWork() {
-			s.logger().Debug("session closed: tpproxy is shutting down")
-			return
+			s.debug("session closed: tpproxy is shutting down")
+			return false
 		}
 		s.r.SetSeq(0)
 		p, err := s.r.ReadPacket()
+		if s.wait.Swap(waitBusy) == waitParkAt {
+			// The reaper asked the session to park.
+			s.parkWoken()
+			if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+				if s.canPark() {
+					s.park()
+					return true
+				}
+				continue // part of a packet came: read the rest
+			}
+		}
 		if err != nil && s.srv.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded) && s.holdsWork() {
 			// Shutdown woke the session as it became busy: it has a
 			// transaction to finish, so it may go on.
@@ -216,13 +266,13 @@ func (s *Session) run(ctx context.Context) {
 			continue
 		}
 		if err != nil && s.srv.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-			s.logger().Debug("session closed: tpproxy is shutting down")
-			return
+			s.debug("session closed: tpproxy is shutting down")
+			return false
 		}
 		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && s.idleTimeout > 0 {
 			s.idleTimedOut()
 			s.logEnd(errIdleTimeout)
-			return
+			return false
 		}
 		if err != nil {
 			switch {
@@ -236,7 +286,7 @@ func (s *Session) run(ctx context.Context) {
 				_ = s.w.Flush()
 			}
 			s.logEnd(err)
-			return
+			return false
 		}
 		s.idle.Store(false)
 		start := time.Now()
@@ -258,7 +308,7 @@ func (s *Session) run(ctx context.Context) {
 		}
 		if quit || err != nil {
 			s.logEnd(err)
-			return
+			return false
 		}
 	}
 }
@@ -302,7 +352,7 @@ func (s *Session) logEnd(err error) {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, errKilled),
 		errors.Is(err, errIdleTimeout), errors.Is(err, errReleased):
-		s.logger().Debug("session ended", "err", err)
+		s.debug("session ended", "err", err)
 	default:
 		s.logger().Info("session ended", "err", err)
 	}
@@ -481,7 +531,7 @@ func (s *Session) backendFor(ctx context.Context, lenient, repeatable bool) (*po
 			// server connection would keep the name; no other can be
 			// given it, so the session goes on without one (a
 			// documented limit) instead of failing every statement.
-			s.logger().Debug("default schema no longer exists; continuing without one", "schema", s.state.Schema)
+			s.debug("default schema no longer exists; continuing without one", "schema", s.state.Schema)
 			s.state.SetSchema("")
 			return s.backendFor(ctx, lenient, repeatable)
 		}

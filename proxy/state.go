@@ -225,7 +225,7 @@ func (s *Session) noteInsertID(ctx context.Context, c *pool.Conn, res *result, i
 	_ = s.w.Flush()
 	v, err := c.ReadLastInsertID(ctx)
 	if err != nil {
-		s.logger().Debug("could not read LAST_INSERT_ID()", "err", err)
+		s.debug("could not read LAST_INSERT_ID()", "err", err)
 		c.MarkDirty()
 		return
 	}
@@ -521,7 +521,7 @@ func (s *Session) readFoundRows(ctx context.Context, c *pool.Conn, fallback uint
 		return err
 	})
 	if err != nil {
-		s.logger().Debug("cannot read FOUND_ROWS()", "err", err)
+		s.debug("cannot read FOUND_ROWS()", "err", err)
 		s.foundRows = fallback
 		return false
 	}

@@ -68,8 +68,10 @@ type Reader struct {
 	r, w  int
 	seq   uint8
 
-	// joined holds a logical packet assembled from several physical ones.
-	joined []byte
+	// joined holds a logical packet assembled from several physical ones;
+	// joining: ReadPacket stopped (an error) in the middle of one.
+	joined  []byte
+	joining bool
 
 	// MaxPacket bounds the logical packets ReadPacket accepts; 0 means no bound.
 	MaxPacket int
@@ -80,6 +82,18 @@ type Reader struct {
 // case the reader grows its own buffer and keeps it.
 func NewReader(rd io.Reader, small []byte, pool *BufferPool) *Reader {
 	return &Reader{rd: rd, small: small, buf: small, pool: pool}
+}
+
+// SetSmall replaces the resident buffer by small (nil: none, so that any
+// packet borrows from the pool) and returns the one it had. Nothing may be
+// buffered (InPacket false). A reader that sits idle for long gives its
+// buffer back this way.
+func (r *Reader) SetSmall(small []byte) []byte {
+	r.Shrink()
+	old := r.small
+	r.small, r.buf = small, small
+	r.r, r.w = 0, 0
+	return old
 }
 
 // TakeBuffered returns a copy of the bytes read from the stream but not
@@ -95,6 +109,7 @@ func (r *Reader) TakeBuffered() []byte {
 func (r *Reader) Reset(rd io.Reader) {
 	r.rd = rd
 	r.r, r.w = 0, 0
+	r.joining = false
 	r.Shrink()
 }
 
@@ -217,34 +232,46 @@ func (r *Reader) ReadRaw() ([]byte, error) {
 // ReadPacket reads one logical packet (joining the physical packets of a
 // payload of 16 MiB or more) and returns its payload. A packet larger than
 // MaxPacket yields ErrPacketTooLarge before its payload is read.
+//
+// A read error (a deadline, say) leaves what was read buffered: the next
+// call goes on with the same packet.
 func (r *Reader) ReadPacket() ([]byte, error) {
-	if err := r.checkSize(0); err != nil {
-		return nil, err
-	}
-	raw, err := r.ReadRaw()
-	if err != nil {
-		return nil, err
-	}
-	payload := raw[HeaderSize:]
-	if len(payload) < MaxPayload {
-		return payload, nil
-	}
-	r.joined = append(r.joined[:0], payload...)
-	for {
-		if err := r.checkSize(len(r.joined)); err != nil {
+	if !r.joining {
+		if err := r.checkSize(0); err != nil {
 			return nil, err
 		}
-		raw, err = r.ReadRaw()
+		raw, err := r.ReadRaw()
+		if err != nil {
+			return nil, err
+		}
+		payload := raw[HeaderSize:]
+		if len(payload) < MaxPayload {
+			return payload, nil
+		}
+		r.joined = append(r.joined[:0], payload...)
+		r.joining = true
+	}
+	for {
+		if err := r.checkSize(len(r.joined)); err != nil {
+			r.joining = false
+			return nil, err
+		}
+		raw, err := r.ReadRaw()
 		if err != nil {
 			return nil, err
 		}
 		part := raw[HeaderSize:]
 		r.joined = append(r.joined, part...)
 		if len(part) < MaxPayload {
+			r.joining = false
 			return r.joined, nil
 		}
 	}
 }
+
+// InPacket reports whether part of a packet has been read: the next
+// ReadPacket goes on with it.
+func (r *Reader) InPacket() bool { return r.joining || r.w > r.r }
 
 // checkSize looks at the next header and fails when the packet would take
 // the logical packet beyond MaxPacket.

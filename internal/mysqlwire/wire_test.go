@@ -285,3 +285,89 @@ func TestRowValues(t *testing.T) {
 		t.Fatal("truncated value accepted")
 	}
 }
+
+// stallingReader returns its stream in pieces, failing with errStall
+// before each piece after the first.
+type stallingReader struct {
+	pieces [][]byte
+	stall  bool
+}
+
+var errStall = errors.New("deadline")
+
+func (s *stallingReader) Read(p []byte) (int, error) {
+	if len(s.pieces) == 0 {
+		return 0, io.EOF
+	}
+	if s.stall {
+		s.stall = false
+		return 0, errStall
+	}
+	n := copy(p, s.pieces[0])
+	if s.pieces[0] = s.pieces[0][n:]; len(s.pieces[0]) == 0 {
+		s.pieces = s.pieces[1:]
+		s.stall = true
+	}
+	return n, nil
+}
+
+// TestReaderResumesAfterAnError: an error in the middle of a packet (a
+// read deadline) loses nothing: the next ReadPacket returns the packet,
+// whether the error came inside a physical packet or between the physical
+// packets of a large one.
+func TestReaderResumesAfterAnError(t *testing.T) {
+	large := make([]byte, MaxPayload+10)
+	for i := range large {
+		large[i] = byte(i * 7)
+	}
+	var buf bytes.Buffer
+	w := NewWriterSize(&buf, 1024)
+	if err := w.WritePacket(large); err != nil {
+		t.Fatal(err)
+	}
+	w.SetSeq(2)
+	if err := w.WritePacket([]byte("next")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stream := buf.Bytes()
+	// Cut inside the first header, inside the first payload, right after
+	// the first physical packet, inside the second header and the last
+	// packet.
+	cuts := []int{2, 1000, HeaderSize + MaxPayload, HeaderSize + MaxPayload + 2, len(stream) - 3}
+	var pieces [][]byte
+	prev := 0
+	for _, c := range cuts {
+		pieces = append(pieces, stream[prev:c])
+		prev = c
+	}
+	pieces = append(pieces, stream[prev:])
+	r := NewReader(&stallingReader{pieces: pieces}, make([]byte, 64), nil)
+	var got [][]byte
+	stalls := 0
+	for len(got) < 2 {
+		p, err := r.ReadPacket()
+		if errors.Is(err, errStall) {
+			stalls++
+			if !r.InPacket() {
+				t.Fatalf("stall %d: InPacket false in the middle of a packet", stalls)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, append([]byte(nil), p...))
+	}
+	if stalls != len(cuts) {
+		t.Fatalf("%d stalls, want %d", stalls, len(cuts))
+	}
+	if !bytes.Equal(got[0], large) || string(got[1]) != "next" {
+		t.Fatalf("packets differ after the stalls (len %d, %q)", len(got[0]), got[1])
+	}
+	if r.InPacket() {
+		t.Fatal("InPacket after the last packet")
+	}
+}

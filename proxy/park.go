@@ -1,0 +1,94 @@
+package proxy
+
+import (
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Parking. A goroutine's stack keeps the size its deepest call needed
+// (the handshake, a statement), so 10,000 idle sessions blocked in a read
+// would hold 10,000 grown stacks. A session that waits for its client
+// instead parks: its goroutine ends, and a new one, whose stack is the
+// runtime's smallest, waits until the client's socket is readable and
+// then serves the session on (Server.resume). A session parks right after
+// its handshake and after parkAfter without a command; the reaper asks it
+// to. Sessions on TLS or compressed connections, whose layers buffer
+// bytes of their own, never park.
+const parkAfter = time.Second
+
+// smallBufs holds the resident read buffers of sessions that are not
+// parked.
+var smallBufs = sync.Pool{New: func() any { return new([smallBufSize]byte) }}
+
+// park gives back the session's read buffer; resume takes one again.
+func (s *Session) park() {
+	s.wait.Store(waitParked)
+	s.r.SetSmall(nil)
+	smallBufs.Put(s.small)
+	s.small = nil
+}
+
+// Wait states of a session's read for its next command (Session.wait).
+const (
+	waitBusy   = iota // serving a command
+	waitIdle          // waiting for the next command
+	waitParkAt        // the reaper set a read deadline to make it park
+	waitParked        // parked: a small goroutine waits for the client
+)
+
+// maybePark asks a session waiting for a command since before
+// now-parkAfter to park: its read is interrupted with a deadline, which
+// the session takes back (parkWoken). mu is held while the deadline is
+// set, so that a session that already left its read can wait for the
+// deadline to be set before it takes it back.
+func (s *Session) maybePark(now time.Time) {
+	if s.wait.Load() != waitIdle || now.UnixNano()-s.waitSince.Load() < int64(parkAfter) || !s.parkableConn() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wait.CompareAndSwap(waitIdle, waitParkAt) {
+		_ = s.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// parkWoken undoes the read deadline maybePark set: it puts back the
+// wait_timeout deadline, or none.
+func (s *Session) parkWoken() {
+	s.mu.Lock() // maybePark has set the deadline
+	s.mu.Unlock()
+	var d time.Time
+	if s.idleTimeout > 0 && !s.deadlineSet.IsZero() {
+		d = s.deadlineSet.Add(s.idleTimeout)
+	}
+	_ = s.nc.SetReadDeadline(d)
+}
+
+// canPark reports whether the session's connection lets it park: a plain
+// socket, with nothing of the client's buffered.
+func (s *Session) canPark() bool {
+	return !s.r.InPacket() && s.parkableConn()
+}
+
+// parkableConn is canPark's look at the connection. The reaper may call it
+// once the session waits for a command: nc is set during the handshake.
+func (s *Session) parkableConn() bool {
+	cc, ok := s.nc.(*countingConn)
+	if !ok {
+		return false
+	}
+	_, ok = cc.Conn.(syscall.Conn)
+	return ok && parkOS
+}
+
+// resume is a parked session's new goroutine: it waits for the client,
+// then serves it, and parks again or ends.
+func (srv *Server) resume(s *Session) {
+	if w := readable(s.nc.(*countingConn).Conn); w != nil {
+		w()
+	}
+	s.small = smallBufs.Get().(*[smallBufSize]byte)
+	s.r.SetSmall(s.small[:])
+	srv.serveSession(s, s.serve)
+}

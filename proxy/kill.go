@@ -149,6 +149,7 @@ func (srv *Server) reaper(ctx context.Context) {
 				s.maybePark(now)
 			}
 			clear(batch)
+			batch = srv.wakeExpired(now, batch)
 		}
 	}
 }

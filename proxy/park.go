@@ -21,12 +21,70 @@ const parkAfter = time.Second
 // parked.
 var smallBufs = sync.Pool{New: func() any { return new([smallBufSize]byte) }}
 
-// park gives back the session's read buffer; resume takes one again.
+// park gives back the session's read buffer (resume takes one again) and
+// notes when its wait_timeout ends.
 func (s *Session) park() {
 	s.wait.Store(waitParked)
 	s.r.SetSmall(nil)
 	smallBufs.Put(s.small)
 	s.small = nil
+	s.parkDeadline = 0
+	if s.idleTimeout > 0 && !s.deadlineSet.IsZero() {
+		s.parkDeadline = s.deadlineSet.Add(s.idleTimeout).UnixNano()
+	}
+}
+
+// rawConn is the client socket's, for the poller.
+func (s *Session) rawConn() syscall.RawConn {
+	if s.rc == nil {
+		cc, ok := s.nc.(*countingConn)
+		if !ok {
+			return nil
+		}
+		sc, ok := cc.Conn.(syscall.Conn)
+		if !ok {
+			return nil
+		}
+		if rc, err := sc.SyscallConn(); err == nil {
+			s.rc = rc
+		}
+	}
+	return s.rc
+}
+
+// parkPoller returns the server's poller of parked sessions, started on
+// first use; nil where there is none.
+func (srv *Server) parkPoller() *poller {
+	srv.pollOnce.Do(func() {
+		srv.poll = newPoller()
+		if srv.poll != nil {
+			go srv.poll.run(srv)
+		}
+	})
+	return srv.poll
+}
+
+// unpark wakes a session the poller holds, so that it sees what another
+// goroutine did to it (closed its connection, set a read deadline).
+func (srv *Server) unpark(s *Session) {
+	if p := srv.parkPoller(); p != nil && p.take(s.id) != nil {
+		go srv.resume(s, false)
+	}
+}
+
+// wakeExpired wakes the parked sessions whose wait_timeout has passed:
+// they find their read deadline passed and end. The reaper calls it.
+func (srv *Server) wakeExpired(now time.Time, buf []*Session) []*Session {
+	p := srv.parkPoller()
+	if p == nil {
+		return buf
+	}
+	buf = p.expired(now, buf[:0])
+	for _, s := range buf {
+		go srv.resume(s, false)
+	}
+	clear(buf)
+	return buf
 }
 
 // Wait states of a session's read for its next command (Session.wait).
@@ -82,13 +140,17 @@ func (s *Session) parkableConn() bool {
 	return ok && parkOS
 }
 
-// resume is a parked session's new goroutine: it waits for the client,
-// then serves it, and parks again or ends.
-func (srv *Server) resume(s *Session) {
-	if w := readable(s.nc.(*countingConn).Conn); w != nil {
-		w()
+// resume is a parked session's new goroutine: it waits for the client
+// (when wait is set; the poller has waited otherwise), then serves it,
+// and parks again or ends.
+func (srv *Server) resume(s *Session, wait bool) {
+	if wait {
+		if w := readable(s.nc.(*countingConn).Conn); w != nil {
+			w()
+		}
 	}
 	s.small = smallBufs.Get().(*[smallBufSize]byte)
 	s.r.SetSmall(s.small[:])
+	s.resumed = true
 	srv.serveSession(s, s.serve)
 }

@@ -111,6 +111,10 @@ type Server struct {
 	bufs  *mysqlwire.BufferPool
 	chars charsets
 
+	// poll holds parked sessions (see parkAfter), started on first use.
+	poll     *poller
+	pollOnce sync.Once
+
 	lastID atomic.Uint32
 	// nextOwner numbers session states (pool.State.Owner) without reuse.
 	nextOwner atomic.Uint64
@@ -250,7 +254,9 @@ func (srv *Server) serveConn(ctx context.Context, nc net.Conn, extra *extraPort)
 // (resume), and this one ends. When it ends, the session is removed.
 func (srv *Server) serveSession(s *Session, step func() bool) {
 	if step() {
-		go srv.resume(s)
+		if p := srv.parkPoller(); p == nil || !p.add(s) {
+			go srv.resume(s, true)
+		}
 		return
 	}
 	srv.unregister(s)
@@ -341,6 +347,9 @@ func (srv *Server) Close() {
 	}
 	srv.wg.Wait()
 	srv.stopReaper()
+	if p := srv.parkPoller(); p != nil {
+		p.close()
+	}
 }
 
 // defaultMaxPacket is enforced until the backend's value is known.

@@ -30,13 +30,16 @@ type Session struct {
 	// server's, or the extra port's reserved ones.
 	pool *pool.Pool
 	// extra marks a session of the extra port: it bypasses admission.
-	extra  *extraPort
-	id     uint32
-	nc     net.Conn
-	tls    bool
-	remote string
-	r      *mysqlwire.Reader
-	w      *mysqlwire.Writer
+	extra *extraPort
+	id    uint32
+	nc    net.Conn
+	tls   bool
+	// polled: the poller has the socket (see rc); resumed: the goroutine
+	// is new, the wait for a command goes on.
+	polled, resumed bool
+	remote          string
+	r               *mysqlwire.Reader
+	w               *mysqlwire.Writer
 	// small is the reader's resident buffer, from smallBufs; a parked
 	// session gives it back.
 	small *[smallBufSize]byte
@@ -112,11 +115,11 @@ type Session struct {
 	diag         []diagnostic
 	warningCount uint16
 	diagLocal    bool
+	// collationID is the collation the client asked for at login.
+	collationID uint16
 	// tracked lists the variables the server reported changed by the
 	// statement running now.
 	tracked []string
-	// collationID is the collation the client asked for at login.
-	collationID uint16
 
 	// stmts are the session's prepared statements by client id (nil
 	// until the first PREPARE: idle sessions stay small); cursors counts
@@ -140,6 +143,11 @@ type Session struct {
 	waitSince atomic.Int64
 	// ctx is the server's context the session serves under.
 	ctx context.Context
+	// rc is the client socket's raw connection, polled is set once the
+	// poller has it, and parkDeadline is when a parked session's
+	// wait_timeout ends (unix ns; 0: none).
+	rc           syscall.RawConn
+	parkDeadline int64
 	// cmdIndex is the command being served (commandIndex) and errs counts
 	// the error answers written, so that the loop can tell the command's
 	// outcome.
@@ -220,6 +228,7 @@ func (s *Session) run(ctx context.Context) (parked bool) {
 	s.publish()
 	if s.canPark() {
 		// The handshake's stack is the deepest the session ever needs.
+		s.armIdleTimeout()
 		s.idle.Store(true)
 		s.park()
 		return true
@@ -238,7 +247,13 @@ func (s *Session) serve() (parked bool) {
 	}()
 	for {
 		s.refreshDerived()
-		s.armIdleTimeout()
+		if s.resumed {
+			// Back from parking, still waiting for the same command: the
+			// wait_timeout deadline stays.
+			s.resumed = false
+		} else {
+			s.armIdleTimeout()
+		}
 		s.idle.Store(true)
 		s.waitSince.Store(time.Now().UnixNano())
 		s.wait.Store(waitIdle)
@@ -387,7 +402,10 @@ func (s *Session) releasePinned() {
 
 // closeConn closes the client connection from another goroutine; the
 // session goroutine notices and tears down.
-func (s *Session) closeConn() { _ = s.nc.Close() }
+func (s *Session) closeConn() {
+	_ = s.nc.Close()
+	s.srv.unpark(s)
+}
 
 // initState sets up the session state after login: schema, character set
 // from the login collation, multi-statements and found-rows from the

@@ -53,6 +53,7 @@ func (srv *Server) wakeIdle() {
 	for _, s := range srv.sessions {
 		if s.idle.Load() && pinReason(s.pinsNow.Load())&drainPins == 0 {
 			_ = s.nc.SetReadDeadline(time.Unix(1, 0))
+			srv.unpark(s)
 		}
 	}
 }

@@ -1,0 +1,139 @@
+//go:build linux
+
+package proxy
+
+import (
+	"sync"
+	"syscall"
+	"time"
+)
+
+// poller watches the sockets of parked sessions with an epoll set of its
+// own, so that a parked session holds no goroutine at all: one goroutine
+// waits for all of them and starts a session's goroutine again when its
+// client sends (or hangs up). Level-triggered one-shot registrations: a
+// socket that is readable when it is armed fires at once.
+type poller struct {
+	mu     sync.Mutex
+	epfd   int
+	parked map[uint32]*Session
+	closed bool
+	done   chan struct{}
+}
+
+// pollWait bounds each epoll_wait so that the poller notices Close.
+const pollWait = 500 * time.Millisecond
+
+func newPoller() *poller {
+	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	return &poller{epfd: fd, parked: map[uint32]*Session{}, done: make(chan struct{})}
+}
+
+// add hands s to the poller; false means the poller cannot take it (the
+// caller waits in a goroutine instead).
+func (p *poller) add(s *Session) bool {
+	rc := s.rawConn()
+	if rc == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.parked[s.id] = s
+	var err error
+	cerr := rc.Control(func(fd uintptr) {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(s.id)}
+		op := syscall.EPOLL_CTL_MOD
+		if !s.polled {
+			op = syscall.EPOLL_CTL_ADD
+		}
+		if err = syscall.EpollCtl(p.epfd, op, int(fd), &ev); err == nil {
+			s.polled = true
+		}
+	})
+	if cerr != nil || err != nil {
+		delete(p.parked, s.id)
+		return false
+	}
+	return true
+}
+
+// take removes s from the parked set; it reports whether s was there (so
+// that exactly one of the poller, the reaper, KILL and shutdown wakes it).
+func (p *poller) take(id uint32) *Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.parked[id]
+	delete(p.parked, id)
+	return s
+}
+
+// run waits for parked sockets until close.
+func (p *poller) run(srv *Server) {
+	evs := make([]syscall.EpollEvent, 128)
+	for {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		n, err := syscall.EpollWait(p.epfd, evs, int(pollWait/time.Millisecond))
+		if err != nil {
+			if err == syscall.EINTR {
+				continue
+			}
+			select {
+			case <-p.done:
+				return
+			default:
+			}
+			srv.log.Error("parked sessions' poller failed; waking them all", "err", err)
+			p.wakeAll(srv)
+			return
+		}
+		for _, ev := range evs[:n] {
+			if s := p.take(uint32(ev.Fd)); s != nil {
+				go srv.resume(s, false)
+			}
+		}
+	}
+}
+
+// expired returns the parked sessions whose wait_timeout has passed.
+func (p *poller) expired(now time.Time, out []*Session) []*Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, s := range p.parked {
+		if d := s.parkDeadline; d != 0 && now.UnixNano() >= d {
+			delete(p.parked, id)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *poller) wakeAll(srv *Server) {
+	p.mu.Lock()
+	all := p.parked
+	p.parked = map[uint32]*Session{}
+	p.mu.Unlock()
+	for _, s := range all {
+		go srv.resume(s, false)
+	}
+}
+
+func (p *poller) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	close(p.done)
+	_ = syscall.Close(p.epfd)
+}

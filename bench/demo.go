@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,9 +58,26 @@ func demoWorkloads(steps []DemoStep) string {
 	return strings.Join(names, ", ")
 }
 
+// ParseDemoSteps reads "oltp_point_select/8,oltp_read_write/1000":
+// workload/clients pairs, the labels of the report.
+func ParseDemoSteps(s string) ([]DemoStep, error) {
+	var out []DemoStep
+	for _, f := range strings.Split(s, ",") {
+		wl, n, ok := strings.Cut(strings.TrimSpace(f), "/")
+		threads, err := strconv.Atoi(n)
+		if !ok || err != nil || threads < 1 || !slices.Contains(WorkloadNames(), wl) {
+			return nil, fmt.Errorf("%w: --steps %q: want WORKLOAD/CLIENTS,... e.g. oltp_point_select/8,oltp_read_write/1000 (workloads: %s)",
+				ErrBadRamp, s, strings.Join(WorkloadNames(), ", "))
+		}
+		out = append(out, DemoStep{Workload: wl, Threads: threads})
+	}
+	return out, nil
+}
+
 // DemoConfig configures Demo. Zero fields get the documented defaults.
 type DemoConfig struct {
-	// OutDir receives results.json and summary.md. Required.
+	// OutDir receives results.json and summary.md, and the relays'
+	// configuration files and logs. Required.
 	OutDir string
 	// Duration is each run's measured hold. Default 15 s.
 	Duration time.Duration
@@ -67,13 +86,14 @@ type DemoConfig struct {
 	// DSN selects an existing server instead of a private sandbox. Its
 	// database must exist; the demo (re)creates sbtest1..N in it and drops
 	// them at the end unless Keep. Its account is also the proxy's login
-	// and backend account.
+	// and backend account. There is no mariadb-pool target then.
 	DSN string
 	// RootDSN is for SHOW GLOBAL STATUS on the server. Default: the
 	// sandbox's root, or DSN.
 	RootDSN string
 	// Keep leaves the sandbox running after the demo (in SandboxDir, its
-	// state saved to StateFile) and the tables in place.
+	// state saved to StateFile) and the tables in place. The relays and
+	// the mariadb-pool server are stopped all the same.
 	Keep bool
 	// SandboxDir is the sandbox's base directory when Keep is set;
 	// otherwise a temporary directory is used and removed.
@@ -82,8 +102,17 @@ type DemoConfig struct {
 	StateFile string
 	// Tables and TableSize: default 4 × 10000.
 	Tables, TableSize int
-	// PoolSize is tpproxy's backend connection count. Default 16.
-	PoolSize int
+	// Proxy is the tpproxy process in front of the server; its Binary is
+	// required, its pool size 16 by default.
+	Proxy ProxyOptions
+	// HAProxy says whether haproxy relays TCP 1:1 in front of the server
+	// as another target: HAProxyAuto (default: when installed), HAProxyOn
+	// or HAProxyOff.
+	HAProxy string
+	// PoolThreads is the thread_pool_size of the mariadb-pool target, a
+	// second sandbox server with thread_handling=pool-of-threads holding
+	// the same tables. Default 2; negative leaves that target out.
+	PoolThreads int
 	// Steps default to DefaultDemoSteps.
 	Steps []DemoStep
 	// Out receives progress and the final table. Default io.Discard.
@@ -91,8 +120,8 @@ type DemoConfig struct {
 	// Interactive redraws a live progress line (for a terminal); otherwise
 	// one line per finished run is printed.
 	Interactive bool
-	// Logger receives the sandbox's, the proxy's and the driver's logs.
-	// Default: discard.
+	// Logger receives the sandbox's and the driver's logs. Default:
+	// discard. (The relays log to files in OutDir.)
 	Logger *slog.Logger
 }
 
@@ -115,8 +144,17 @@ func (c *DemoConfig) defaults() error {
 	if c.TableSize <= 0 {
 		c.TableSize = 10000
 	}
-	if c.PoolSize <= 0 {
-		c.PoolSize = 16
+	if c.Proxy.PoolSize <= 0 {
+		c.Proxy.PoolSize = 16
+	}
+	switch {
+	case c.PoolThreads == 0:
+		c.PoolThreads = 2
+	case c.PoolThreads < 0 || c.DSN != "":
+		c.PoolThreads = 0
+	}
+	if c.HAProxy == "" {
+		c.HAProxy = HAProxyAuto
 	}
 	if len(c.Steps) == 0 {
 		c.Steps = DefaultDemoSteps()
@@ -130,7 +168,10 @@ func (c *DemoConfig) defaults() error {
 	if c.Keep && c.DSN == "" && (c.SandboxDir == "" || c.StateFile == "") {
 		return errors.New("bench: demo: keeping the sandbox needs SandboxDir and StateFile")
 	}
-	return nil
+	if _, err := findHAProxy(c.HAProxy); err != nil {
+		return err
+	}
+	return c.Proxy.Validate()
 }
 
 // ErrNoServerBinary wraps sandbox.ErrNotFound with how to get a server.
@@ -147,26 +188,30 @@ type DemoOutcome struct {
 	Kept *sandbox.Server
 }
 
-// Demo runs the before/after comparison: a server (a private sandbox
-// unless cfg.DSN is set), tpproxy in-process in front of it, the sysbench
-// tables, and each step on the server directly and then through the proxy
-// (A/B/A/B...). It prints progress and the table to cfg.Out and writes
-// the report files. Transaction errors are results; Demo fails on setup
-// problems, a step that cannot run, or ctx ending.
+// Demo runs the comparison: a server (a private sandbox unless cfg.DSN is
+// set), the tpproxy binary and, when installed, haproxy in front of it, a
+// second sandbox server with MariaDB's thread pool, the sysbench tables
+// on both servers, and each step on every target in turn (direct,
+// tpproxy, haproxy, mariadb-pool, direct, ...). It prints progress and the
+// table to cfg.Out and writes the report files. Transaction errors are
+// results; Demo fails on setup problems, a step that cannot run, or ctx
+// ending.
 func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: output dir: %w", err)
+	}
 	out := cfg.Out
 	began := time.Now()
 	rep := &Report{
-		Title:   "tpbench demo: direct vs tpproxy",
 		Started: began,
 		Environment: Environment{
 			OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 			Sandbox: cfg.DSN == "", Tables: cfg.Tables, TableSize: cfg.TableSize, Workload: demoWorkloads(cfg.Steps),
 			Distribution: string(DistSpecial), PSMode: psMode(false),
-			WarmupSec: cfg.Warmup.Seconds(), DurationSec: cfg.Duration.Seconds(), PoolSize: cfg.PoolSize,
+			WarmupSec: cfg.Warmup.Seconds(), DurationSec: cfg.Duration.Seconds(), PoolSize: cfg.Proxy.PoolSize,
 		},
 	}
 	outcome := &DemoOutcome{Report: rep}
@@ -200,24 +245,32 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 		serverDSN = cfg.DSN
 	}
 
-	// 2. The proxy.
-	px, err := startLocalProxy(ctx, direct.Addr, direct.User, direct.Passwd, cfg.PoolSize, cfg.Logger)
+	// 2. The relays and the pool server; they stop before the server.
+	peers, err := startPeerSet(ctx, peerSetConfig{Direct: direct, Dir: cfg.OutDir, Proxy: cfg.Proxy,
+		HAProxy: cfg.HAProxy, PoolThreads: cfg.PoolThreads, Out: out, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if perr := px.close(); perr != nil {
-			err = errors.Join(err, fmt.Errorf("bench: proxy: %w", perr))
+		if perr := peers.close(ctx); perr != nil {
+			err = errors.Join(err, perr)
 		}
 	}()
-	proxied := direct.Clone()
-	proxied.Net, proxied.Addr = "tcp", px.Addr
-	targets := []Target{{Name: "direct", DSN: direct.FormatDSN()}, {Name: "proxy", DSN: proxied.FormatDSN()}}
-	fmt.Fprintf(out, "tpproxy in-process at %s, %d backend connections\n", px.Addr, cfg.PoolSize)
+	targets := peers.targets
+	var names []string
+	for _, t := range targets {
+		names = append(names, t.Name)
+	}
+	rep.Title = "tpbench demo: " + strings.Join(names, " vs ")
 
-	// 3. The tables.
-	if err := demoPrepare(ctx, cfg, targets[0].DSN); err != nil {
+	// 3. The tables, on both servers.
+	if err := demoPrepare(ctx, cfg, targets[0].DSN, direct.Addr); err != nil {
 		return nil, err
+	}
+	if peers.poolDirect != nil {
+		if err := demoPrepare(ctx, cfg, peers.poolDirect.FormatDSN(), TargetPool); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.DSN != "" && !cfg.Keep {
 		defer func() {
@@ -227,8 +280,8 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 		}()
 	}
 
-	// 4. The steps, direct then proxy: one ramp per run of steps with
-	// the same workload.
+	// 4. The steps on every target in turn: one ramp per run of steps
+	// with the same workload.
 	schema := Schema{Tables: cfg.Tables, TableSize: cfg.TableSize, Dist: DistSpecial}
 	var interrupted error
 	for i := 0; i < len(cfg.Steps); {
@@ -241,7 +294,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 		r, err := Ramp(ctx, RampConfig{
 			Title: rep.Title, Targets: targets, Workload: cfg.Steps[i].Workload, Schema: schema,
 			Steps: threads, Warmup: cfg.Warmup, StepDuration: cfg.Duration, ServerDSN: serverDSN,
-			Monitor: MonitorConfig{ProxyAdmin: map[string]string{"proxy": px.AdminDSN}},
+			Monitor: peers.monitor(),
 			Out:     out, Interactive: cfg.Interactive, Logger: cfg.Logger,
 		})
 		if r != nil {
@@ -263,20 +316,31 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 		i = j
 	}
 
-	// 5. The report.
-	st := px.stats()
-	rep.Proxy = &st
-	rep.Notes = append(demoNotes(rep), rep.Notes...)
+	// 5. The report. tpproxy's totals come from its admin port and
+	// /metrics while it still runs.
+	statsCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	st, serr := readProxyStats(statsCtx, peers.proxy.AdminDSN, peers.proxy.MetricsURL)
+	cancel()
+	if serr != nil {
+		cfg.Logger.Warn("tpproxy's totals", "err", serr)
+	}
+	if st != nil {
+		rep.Proxy = st
+		rep.Environment.PoolSize = st.Pool.Size
+	}
+	rep.Notes = append(demoNotes(rep, cfg, peers), rep.Notes...)
 	rep.Finished = time.Now()
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "Before/after (ratio = proxy/direct):")
+	fmt.Fprintf(out, "Before/after (ratio = target/%s):\n", targets[0].Name)
 	if err := RenderTable(out, rep.Comparisons); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "tpproxy pool:      size %d, %d acquires, %d waited (%.1f s total), %d acquire timeouts, %d broken\n",
-		st.Pool.Size, st.Pool.Acquires, st.Pool.Waits, st.Pool.WaitSec, st.Pool.AcquireTimeouts, st.Pool.Broken)
-	fmt.Fprintf(out, "tpproxy front end: %d sessions accepted, %d statements, %d answered with ERR, %d pins\n",
-		st.Front.Accepted, st.Front.Statements, st.Front.Errors, st.Front.Pins)
+	if st != nil {
+		fmt.Fprintf(out, "tpproxy pool:      size %d, %d acquires, %d waited (%.1f s total), %d acquire timeouts, %d broken\n",
+			st.Pool.Size, st.Pool.Acquires, st.Pool.Waits, st.Pool.WaitSec, st.Pool.AcquireTimeouts, st.Pool.Broken)
+		fmt.Fprintf(out, "tpproxy front end: %d sessions accepted, %d statements, %d answered with ERR, %d pins\n",
+			st.Front.Accepted, st.Front.Statements, st.Front.Errors, st.Front.Pins)
+	}
 	for _, l := range errorLines(rep.Steps) {
 		fmt.Fprintf(out, "errors: %s\n", l)
 	}
@@ -306,41 +370,25 @@ func demoServer(ctx context.Context, cfg *DemoConfig) (*sandbox.Server, *mysql.C
 	if cfg.Keep {
 		opts.BaseDir, opts.Detach = cfg.SandboxDir, true
 	}
-	srv, err := sandbox.Start(ctx, opts)
-	switch {
-	case errors.Is(err, sandbox.ErrNotFound):
-		return nil, nil, fmt.Errorf("%w\n(%w)", ErrNoServerBinary, err)
-	case err != nil:
+	srv, direct, root, err := startSandbox(ctx, opts, DemoUser, DemoPassword, DemoDatabase)
+	if err != nil {
 		return nil, nil, err
-	}
-	fail := func(err error) (*sandbox.Server, *mysql.Config, error) {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		return nil, nil, errors.Join(err, srv.Stop(stopCtx))
-	}
-	if err := srv.CreateUser(ctx, DemoUser, DemoPassword); err != nil {
-		return fail(err)
-	}
-	if err := srv.CreateDatabase(ctx, DemoDatabase); err != nil {
-		return fail(err)
 	}
 	if cfg.Keep {
 		if err := srv.Save(cfg.StateFile); err != nil {
-			return fail(err)
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			return nil, nil, errors.Join(err, srv.Stop(stopCtx))
 		}
 	}
 	if cfg.RootDSN == "" {
-		cfg.RootDSN = srv.RootDSN("")
-	}
-	direct, err := driverConfig(srv.DSN(DemoUser, DemoPassword, DemoDatabase), nil)
-	if err != nil {
-		return fail(err)
+		cfg.RootDSN = root
 	}
 	return srv, direct, nil
 }
 
-func demoPrepare(ctx context.Context, cfg DemoConfig, dsn string) error {
-	fmt.Fprintf(cfg.Out, "preparing %d tables × %d rows...", cfg.Tables, cfg.TableSize)
+func demoPrepare(ctx context.Context, cfg DemoConfig, dsn, server string) error {
+	fmt.Fprintf(cfg.Out, "preparing %d tables × %d rows on %s...", cfg.Tables, cfg.TableSize, server)
 	begin := time.Now()
 	db, err := OpenDB(dsn, cfg.Tables)
 	if err != nil {
@@ -389,7 +437,7 @@ func progressLine(w io.Writer, interactive bool, n, total int, step, target stri
 // resultLine is the one-line summary of a finished run.
 func resultLine(r StepResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-22s %-6s %9.1f tps  p95 %s ms  p99 %s ms  errors %d", r.Label(), r.Target, r.TPS,
+	fmt.Fprintf(&b, "%-22s %-12s %9.1f tps  p95 %s ms  p99 %s ms  errors %d", r.Label(), r.Target, r.TPS,
 		formatMillis(r.Latency.P95), formatMillis(r.Latency.P99), r.ErrorTotal)
 	if r.Server != nil {
 		fmt.Fprintf(&b, "  server conns max %d", r.Server.ThreadsConnectedMax)
@@ -398,15 +446,23 @@ func resultLine(r StepResult) string {
 	return b.String()
 }
 
-// demoNotes are the caveats of an in-process demo on one machine.
-func demoNotes(r *Report) []string {
+// demoNotes are the caveats of a demo on one machine.
+func demoNotes(r *Report, cfg DemoConfig, ps *peerSet) []string {
 	notes := []string{
-		"tpproxy runs inside the benchmark process, so client CPU of the proxy runs includes the proxy's own work.",
-		"Server conns max includes the sampler's own connection and, in direct runs, the proxy's idle backend pool (the base figure in All runs).",
-		"Each run is short: treat differences under ~10% as noise.",
+		"tpproxy runs as its own process (the tpproxy binary), as do haproxy and the servers: client CPU is the benchmark's only. " +
+			"Proxy and server CPU µs/stmt are each process's user+system time in the hold over the statements the clients completed in it.",
+		"Server conns max includes the sampler's own connection and, in runs on the first server, tpproxy's idle backend pool (the base figure in All runs).",
 	}
+	if ps.haproxy != nil {
+		notes = append(notes, "haproxy relays TCP 1:1 (mode tcp): each client has a server connection and thread of its own, as directly; it shows what a relay costs without pooling.")
+	}
+	if ps.pool != nil {
+		notes = append(notes, fmt.Sprintf("mariadb-pool is a second sandbox server with thread_handling=pool-of-threads and thread_pool_size=%d, "+
+			"holding the same tables: the server's own thread pool, without a proxy.", cfg.PoolThreads))
+	}
+	notes = append(notes, "Each run is short: treat differences under ~10% as noise.")
 	if r.Environment.CPUs <= 4 {
-		notes = append(notes, fmt.Sprintf("Client, proxy and server share %d CPUs: absolute figures are low; the ratios are the point.", r.Environment.CPUs))
+		notes = append(notes, fmt.Sprintf("Client, relays and servers share %d CPUs: absolute figures are low; the ratios are the point.", r.Environment.CPUs))
 	}
 	return notes
 }

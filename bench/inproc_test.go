@@ -13,8 +13,9 @@ import (
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 
-// localProxy is tpproxy running inside this process on a loopback port,
-// wired as cmd/tpproxy serve wires it: pool, scheduler, front end.
+// localProxy is tpproxy running inside the test process on a loopback
+// port, wired as cmd/tpproxy serve wires it: pool, scheduler, front end.
+// The ramp and sweep tests use it; the demo runs the tpproxy binary.
 type localProxy struct {
 	Addr string
 	// AdminDSN reaches its admin port (SHOW STATUS, SET GLOBAL).
@@ -96,23 +97,6 @@ func startLocalProxy(ctx context.Context, backend, user, password string, poolSi
 	go func() { lp.served <- srv.Serve(serveCtx, ln) }()
 	go func() { lp.served <- adm.Serve(serveCtx, aln) }()
 	return lp, nil
-}
-
-// stats is the proxy's view for the report.
-func (lp *localProxy) stats() ProxyStats {
-	ps := lp.pool.Stats()
-	fs := lp.srv.Stats()
-	return ProxyStats{
-		Pool: PoolStats{
-			Size: ps.Size, Open: ps.Open, Acquires: ps.Acquires, Waits: ps.Waits,
-			WaitSec: ps.WaitDuration.Seconds(), AcquireTimeouts: ps.AcquireTimeouts,
-			Dials: ps.Dials, DialErrors: ps.DialErrors, Resets: ps.Resets, Broken: ps.Broken,
-		},
-		Front: FrontStats{
-			Sessions: fs.Sessions, Accepted: fs.Accepted, Rejected: fs.Rejected,
-			AuthFailures: fs.AuthFailures, Statements: fs.Statements, Errors: fs.Errors, Pins: fs.Pins,
-		},
-	}
 }
 
 // close stops accepting, ends the sessions and closes the pool. It

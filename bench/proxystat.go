@@ -4,8 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // ProxyStep is what tpproxy did during a step, from SHOW STATUS on its
@@ -94,4 +100,107 @@ func proxyDelta(a, b map[string]int64) ProxyStep {
 		p.QueueWaitPerStmtMs = p.QueueWaitMs / float64(p.Statements)
 	}
 	return p
+}
+
+// readProxyStats reads a tpproxy process's totals for the report: SHOW
+// STATUS on its admin port, and what that does not show (sessions
+// accepted, acquisitions and their wait, dials, resets, broken
+// connections, statements answered with ERR) from its /metrics. Without
+// metricsURL, or when /metrics fails, those stay 0 and the error says so.
+func readProxyStats(ctx context.Context, adminDSN, metricsURL string) (*ProxyStats, error) {
+	a, err := openProxyAdmin(adminDSN)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	st, err := a.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps := &ProxyStats{
+		Pool: PoolStats{Size: int(st["backend_pool_size"]), Waits: uint64(st["backend_pool_waits"])},
+		Front: FrontStats{Sessions: int(st["threads_connected"]), AuthFailures: uint64(st["aborted_connects"]),
+			Statements: uint64(st["questions"]), Pins: uint64(st["pins_total"])},
+	}
+	if metricsURL == "" {
+		return ps, nil
+	}
+	m, err := scrapeMetrics(ctx, metricsURL)
+	if err != nil {
+		return ps, err
+	}
+	n := func(name string, labels ...string) uint64 { return uint64(m.sum("tpproxy_"+name, labels...)) }
+	ps.Pool.Open = int(n("backend_connections", "state", "idle") + n("backend_connections", "state", "in_use"))
+	ps.Pool.Acquires = n("backend_acquires_total")
+	ps.Pool.WaitSec = m.sum("tpproxy_backend_acquire_wait_seconds")
+	ps.Pool.AcquireTimeouts = n("backend_acquire_timeouts_total")
+	ps.Pool.Dials = n("backend_dials_total")
+	ps.Pool.DialErrors = n("backend_dial_errors_total")
+	ps.Pool.Resets = n("backend_resets_total")
+	ps.Pool.Broken = n("backend_broken_total")
+	ps.Front.Accepted = n("client_connections_accepted_total")
+	ps.Front.Rejected = n("client_connections_rejected_total")
+	ps.Front.Errors = n("statements_total", "outcome", "error")
+	return ps, nil
+}
+
+// metricFamilies is a parsed /metrics page.
+type metricFamilies map[string]*dto.MetricFamily
+
+// scrapeMetrics reads a Prometheus text page.
+func scrapeMetrics(ctx context.Context, url string) (metricFamilies, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("bench: tpproxy metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("bench: tpproxy metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("bench: tpproxy metrics: %w", err)
+	}
+	return fams, nil
+}
+
+// sum adds the values of a family's series whose label name has value
+// (all series without a label filter): counters, gauges, and the sum of
+// a histogram.
+func (m metricFamilies) sum(name string, label ...string) float64 {
+	f := m[name]
+	if f == nil {
+		return 0
+	}
+	var total float64
+	for _, s := range f.GetMetric() {
+		if len(label) == 2 && !hasLabel(s, label[0], label[1]) {
+			continue
+		}
+		switch {
+		case s.Counter != nil:
+			total += s.GetCounter().GetValue()
+		case s.Gauge != nil:
+			total += s.GetGauge().GetValue()
+		case s.Histogram != nil:
+			total += s.GetHistogram().GetSampleSum()
+		case s.Untyped != nil:
+			total += s.GetUntyped().GetValue()
+		}
+	}
+	return total
+}
+
+func hasLabel(s *dto.Metric, name, value string) bool {
+	for _, l := range s.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue() == value
+		}
+	}
+	return false
 }

@@ -42,7 +42,8 @@ type Report struct {
 	Sweep *SweepOutcome `json:"sweep,omitempty"`
 	// Soak is the outcome of tpbench soak.
 	Soak *SoakOutcome `json:"soak,omitempty"`
-	// Proxy is tpproxy's own view at the end, when it ran in-process.
+	// Proxy is tpproxy's own view at the end (the demo reads it from the
+	// tpproxy process's admin port and /metrics).
 	Proxy *ProxyStats `json:"proxy,omitempty"`
 	// Notes are caveats for the reader, one sentence each.
 	Notes []string `json:"notes,omitempty"`

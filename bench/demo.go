@@ -306,7 +306,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 		}
 		if err != nil {
 			if ctx.Err() == nil || len(rep.Steps) == 0 {
-				return nil, err
+				return nil, errors.Join(err, peers.exited())
 			}
 			// Interrupted: report what was measured.
 			interrupted = err

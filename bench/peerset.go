@@ -189,6 +189,37 @@ func (ps *peerSet) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// exited returns an error for each relay that exited before close: a
+// target that stopped answering explains itself.
+func (ps *peerSet) exited() error {
+	var errs []error
+	for _, c := range []*child{ps.proxyChild(), ps.haproxyChild()} {
+		if c == nil {
+			continue
+		}
+		select {
+		case <-c.exited:
+			errs = append(errs, c.exitError())
+		default:
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (ps *peerSet) proxyChild() *child {
+	if ps.proxy == nil {
+		return nil
+	}
+	return ps.proxy.child
+}
+
+func (ps *peerSet) haproxyChild() *child {
+	if ps.haproxy == nil {
+		return nil
+	}
+	return ps.haproxy.child
+}
+
 // monitor is the monitor settings for a ramp over ps.targets.
 func (ps *peerSet) monitor() MonitorConfig {
 	return MonitorConfig{

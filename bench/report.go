@@ -323,6 +323,27 @@ func renderMarkdownTable(w io.Writer, header []string, rows [][]string) error {
 	return renderRows(t, header, rows)
 }
 
+// renderMarkdownAligned writes rows as a GitHub markdown table whose
+// first columns are aligned as labels says ('l' left, 'r' right) and the
+// rest right.
+func renderMarkdownAligned(w io.Writer, header []string, rows [][]string, labels string) error {
+	a := make([]tw.Align, len(header))
+	for i := range a {
+		a[i] = tw.AlignRight
+		if i < len(labels) && labels[i] == 'l' {
+			a[i] = tw.AlignLeft
+		}
+	}
+	align := tw.CellAlignment{Global: tw.AlignRight, PerColumn: a}
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewMarkdown()),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAlignmentConfig(align),
+		tablewriter.WithHeaderAlignmentConfig(align),
+	)
+	return renderRows(t, header, rows)
+}
+
 // labelsLeft aligns the first two columns (step, target) left and the
 // figures right.
 func labelsLeft(cols int) tw.CellAlignment {

@@ -78,6 +78,9 @@ const (
 	// ProcRelay is a process between the clients and a server: tpproxy,
 	// haproxy, ProxySQL...
 	ProcRelay = "relay"
+	// ProcClient is the load's client when it is a process of its own
+	// (sysbench in tpbench peers).
+	ProcClient = "client"
 )
 
 // ProcessUsage is one local process's use during a hold: the servers and
@@ -88,7 +91,7 @@ type ProcessUsage struct {
 	// server of its own) or the name of the target whose relay, or own
 	// server, this process is.
 	Role string `json:"role"`
-	// Kind is ProcServer or ProcRelay.
+	// Kind is ProcServer, ProcRelay or ProcClient.
 	Kind string `json:"kind,omitempty"`
 	PID  int    `json:"pid"`
 	Name string `json:"name"`

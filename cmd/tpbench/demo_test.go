@@ -53,7 +53,8 @@ func TestDemo(t *testing.T) {
 	out, err := tpbench(ctx, "--log-level", "warn", "demo", "--steps", "oltp_point_select/2",
 		"--duration", "2s", "--warmup", "500ms", "--tpproxy-bin", bin, "--out", dir)
 	if err != nil {
-		t.Fatalf("demo: %v\n%s", err, out)
+		log, _ := os.ReadFile(filepath.Join(dir, "tpproxy.log"))
+		t.Fatalf("demo: %v\n%s\ntpproxy.log:\n%s", err, out, log)
 	}
 	rep, err := bench.ReadReport(filepath.Join(dir, bench.ResultsFile))
 	if err != nil {

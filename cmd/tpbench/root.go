@@ -33,6 +33,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newSandboxCmd(a),
 		newDemoCmd(a),
+		newPeersCmd(a),
 		newCompareCmd(a),
 		newSweepCmd(a),
 		newSoakCmd(a),

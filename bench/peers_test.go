@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPeerRunSetCPU: the window's CPU over the statements sysbench
+// reported, by kind.
+func TestPeerRunSetCPU(t *testing.T) {
+	r := PeerRun{Target: "tpproxy", SysbenchResult: SysbenchResult{Queries: 200000}}
+	r.setCPU(cpuWindow{Seconds: 20.5, Procs: map[int]ProcessUsage{
+		10: {Role: ProcServer, PID: 10, CPUSec: 8},
+		11: {Role: ProcRelay, PID: 11, CPUSec: 5},
+		12: {Role: ProcClient, PID: 12, CPUSec: 2},
+	}}, "tpproxy")
+	if r.ServerCPUUsPerStmt != 40 || r.RelayCPUUsPerStmt != 25 || r.ClientCPUUsPerStmt != 10 || r.CPUWindowSec != 20.5 {
+		t.Errorf("per statement: server %g, relay %g, client %g µs; window %g s", r.ServerCPUUsPerStmt, r.RelayCPUUsPerStmt, r.ClientCPUUsPerStmt, r.CPUWindowSec)
+	}
+	if len(r.Processes) != 3 || r.Processes[0].Kind != ProcClient || r.Processes[2].Kind != ProcServer || r.Processes[1].Role != "tpproxy" {
+		t.Errorf("processes %+v", r.Processes)
+	}
+}
+
+func peerRun(wl string, threads, round int, target string, tps, p95, relay, server float64) PeerRun {
+	return PeerRun{Workload: wl, Threads: threads, Round: round, Target: target,
+		SysbenchResult:    SysbenchResult{TPS: tps, P95Ms: p95, Queries: uint64(tps * 20)},
+		RelayCPUUsPerStmt: relay, ServerCPUUsPerStmt: server}
+}
+
+// TestPeersMarkdown: each round's figures side by side, and tpproxy's
+// ratios to the others round by round.
+func TestPeersMarkdown(t *testing.T) {
+	wl := "oltp_point_select"
+	r := &PeersReport{
+		Title: "tpbench peers", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Finished: time.Date(2026, 1, 2, 3, 9, 5, 0, time.UTC),
+		Environment: Environment{OS: "linux", Arch: "amd64", CPUs: 2, ServerVersion: "10.11.19-MariaDB", Tables: 4, TableSize: 100000,
+			PSMode: "disable", Distribution: "special", WarmupSec: 5, DurationSec: 20, PoolSize: 16},
+		Targets: []string{TargetDirect, TargetTpproxy, TargetHAProxy, TargetPool}, Rounds: 2, PoolThreads: 2,
+		ProxySet: []string{"thread_pool.size=4"},
+		Runs: []PeerRun{
+			peerRun(wl, 8, 1, TargetDirect, 50940, 0.34, 0, 30),
+			peerRun(wl, 8, 1, TargetTpproxy, 19517, 1.01, 25, 40),
+			peerRun(wl, 8, 1, TargetHAProxy, 25000, 0.8, 12.5, 35),
+			peerRun(wl, 8, 1, TargetPool, 48000, 0.4, 0, 31),
+			peerRun(wl, 8, 2, TargetDirect, 62295, 0.30, 0, 28),
+			peerRun(wl, 8, 2, TargetTpproxy, 21282, 0.81, 24, 38),
+			{Workload: wl, Threads: 8, Round: 2, Target: TargetHAProxy, Error: "bench: sysbench failed: exit status 1\n  FATAL: boom"},
+			peerRun(wl, 8, 2, TargetPool, 50000, 0.35, 0, 30),
+		},
+		Notes: []string{"a note."},
+	}
+	var b bytes.Buffer
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	row := func(cells ...string) string { return "| " + strings.Join(cells, " | ") + " |" }
+	squeeze := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	got := squeeze(md)
+	for _, want := range []string{
+		"- tpproxy: pool_size 16, thread_pool.size=4",
+		"- mariadb-pool: thread_handling=pool-of-threads, thread_pool_size=2",
+		"2 rounds, targets interleaved (direct, tpproxy, haproxy, mariadb-pool)",
+		row("oltp_point_select", "8", "direct", "50,940 / 62,295", "0.34 / 0.30", "0 / 0", "- / -", "30.0 / 28.0"),
+		row("oltp_point_select", "8", "tpproxy", "19,517 / 21,282", "1.01 / 0.81", "0 / 0", "25.0 / 24.0", "40.0 / 38.0"),
+		row("oltp_point_select", "8", "haproxy", "25,000 / failed", "0.80 / failed", "0 / failed", "12.5 / failed", "35.0 / failed"),
+		// Only round 1 has both tpproxy and haproxy.
+		row("oltp_point_select", "8", "tpproxy/haproxy", "0.78×", "1.26×", "2.00×", "1.37×"),
+		// 19517/50940 = 0.383, 21282/62295 = 0.342.
+		row("oltp_point_select", "8", "tpproxy/direct", "0.34–0.38×", "2.70–2.97×", "", "2.17–2.21×"),
+		"oltp_point_select/8 round 2 on haproxy: bench: sysbench failed: exit status 1",
+		"- a note.",
+	} {
+		if !strings.Contains(got, squeeze(want)) {
+			t.Errorf("peers.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "FATAL") {
+		t.Errorf("peers.md quotes more than the first line of an error:\n%s", md)
+	}
+}
+
+func TestFormatThousands(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 999.4: "999", 1000: "1,000", 50940.6: "50,941", 1234567: "1,234,567", -4321: "-4,321"} {
+		if got := formatThousands(v); got != want {
+			t.Errorf("formatThousands(%g) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -50,6 +50,11 @@ type PeersConfig struct {
 	// PoolThreads is the mariadb-pool server's thread_pool_size. Default
 	// 2; negative leaves that target out.
 	PoolThreads int
+	// Baseline, when its Binary is set, is another tpproxy build run as
+	// the target BaselineName (default "tpproxy-before"): the before of a
+	// before/after in the same run.
+	Baseline     ProxyOptions
+	BaselineName string
 	// Sysbench is the sysbench binary. Default: sysbench on PATH.
 	Sysbench string
 	// Tables and TableSize: default 4 × 100,000.
@@ -80,6 +85,18 @@ func (c *PeersConfig) defaults() error {
 	}
 	if c.Proxy.PoolSize <= 0 {
 		c.Proxy.PoolSize = 16
+	}
+	if c.Baseline.Binary != "" {
+		// The same settings, another build.
+		bin := c.Baseline.Binary
+		c.Baseline = c.Proxy
+		c.Baseline.Binary = bin
+		if c.BaselineName == "" {
+			c.BaselineName = "tpproxy-before"
+		}
+		if !configKey.MatchString(strings.ReplaceAll(c.BaselineName, "-", "_")) || c.BaselineName == TargetTpproxy {
+			return fmt.Errorf("bench: peers: baseline name %q: want lower-case letters, digits, - and _ and not %q", c.BaselineName, TargetTpproxy)
+		}
 	}
 	switch {
 	case c.PoolThreads == 0:
@@ -157,6 +174,10 @@ type PeersReport struct {
 	ProxySet        []string `json:"proxy_set,omitempty"`
 	ProxyConfig     string   `json:"proxy_config,omitempty"`
 	ProxyGOMAXPROCS int      `json:"proxy_gomaxprocs,omitempty"`
+	// BaselineName and BaselineBinary are the second tpproxy build's
+	// target and executable, when there was one.
+	BaselineName   string `json:"baseline_name,omitempty"`
+	BaselineBinary string `json:"baseline_binary,omitempty"`
 	// Runs are every sysbench run in the order they ran.
 	Runs  []PeerRun `json:"runs"`
 	Notes []string  `json:"notes,omitempty"`
@@ -205,6 +226,7 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 	rep := &PeersReport{
 		Title: "tpbench peers", Started: time.Now(), Rounds: cfg.Rounds,
 		ProxySet: cfg.Proxy.Set, ProxyConfig: cfg.Proxy.ConfigFile, ProxyGOMAXPROCS: cfg.Proxy.GOMAXPROCS,
+		BaselineName: cfg.BaselineName, BaselineBinary: cfg.Baseline.Binary,
 		Environment: Environment{
 			OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 			Sandbox: true, Tables: cfg.Tables, TableSize: cfg.TableSize, Workload: demoWorkloads(cfg.Steps),
@@ -227,7 +249,8 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 	rep.Environment.ServerVersion = srv.Version
 	fmt.Fprintf(out, "sandbox server %s at %s (direct)\n", srv.Version, srv.Addr)
 	peers, err := startPeerSet(ctx, peerSetConfig{Direct: direct, Dir: cfg.OutDir, Proxy: cfg.Proxy,
-		HAProxy: cfg.HAProxy, PoolThreads: cfg.PoolThreads, Out: out, Logger: cfg.Logger})
+		HAProxy: cfg.HAProxy, PoolThreads: cfg.PoolThreads, Baseline: cfg.Baseline, BaselineName: cfg.BaselineName,
+		Out: out, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -486,6 +509,9 @@ func (r *PeersReport) WriteMarkdown(w io.Writer) error {
 		tp += ", GOMAXPROCS " + strconv.Itoa(r.ProxyGOMAXPROCS)
 	}
 	b.WriteString(tp + "\n")
+	if r.BaselineName != "" {
+		fmt.Fprintf(&b, "- %s: the tpproxy build %s, the same settings\n", r.BaselineName, r.BaselineBinary)
+	}
 	if r.PoolThreads > 0 {
 		fmt.Fprintf(&b, "- mariadb-pool: thread_handling=pool-of-threads, thread_pool_size=%d\n", r.PoolThreads)
 	}
@@ -520,13 +546,19 @@ func (r *PeersReport) WriteMarkdown(w io.Writer) error {
 	total := func(x PeerRun) float64 { return x.RelayCPUUsPerStmt + x.ServerCPUUsPerStmt }
 	for _, s := range steps {
 		px := s.runs[TargetTpproxy]
-		for _, other := range []string{TargetHAProxy, TargetPool, TargetDirect} {
+		others := []string{TargetHAProxy, TargetPool, TargetDirect}
+		for _, t := range r.Targets {
+			if !slices.Contains(others, t) && t != TargetTpproxy {
+				others = append(others, t) // a baseline build
+			}
+		}
+		for _, other := range others {
 			o := s.runs[other]
 			if len(px) == 0 || len(o) == 0 {
 				continue
 			}
 			rr := ""
-			if other == TargetHAProxy {
+			if other == TargetHAProxy || other == r.BaselineName {
 				rr = ratioRange(px, o, relay)
 			}
 			rows = append(rows, []string{s.wl, strconv.Itoa(s.n), TargetTpproxy + "/" + other,

@@ -52,6 +52,10 @@ func TestPeersMarkdown(t *testing.T) {
 		},
 		Notes: []string{"a note."},
 	}
+	// A baseline build: another tpproxy target.
+	r.BaselineName, r.BaselineBinary = "tpproxy-before", "/tmp/old/tpproxy"
+	r.Targets = append(r.Targets, "tpproxy-before")
+	r.Runs = append(r.Runs, peerRun(wl, 8, 1, "tpproxy-before", 15000, 1.2, 50, 40), peerRun(wl, 8, 2, "tpproxy-before", 17000, 1.0, 40, 38))
 	var b bytes.Buffer
 	if err := r.WriteMarkdown(&b); err != nil {
 		t.Fatal(err)
@@ -63,7 +67,7 @@ func TestPeersMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"- tpproxy: pool_size 16, thread_pool.size=4",
 		"- mariadb-pool: thread_handling=pool-of-threads, thread_pool_size=2",
-		"2 rounds, targets interleaved (direct, tpproxy, haproxy, mariadb-pool)",
+		"2 rounds, targets interleaved (direct, tpproxy, haproxy, mariadb-pool, tpproxy-before)",
 		row("oltp_point_select", "8", "direct", "50,940 / 62,295", "0.34 / 0.30", "0 / 0", "- / -", "30.0 / 28.0"),
 		row("oltp_point_select", "8", "tpproxy", "19,517 / 21,282", "1.01 / 0.81", "0 / 0", "25.0 / 24.0", "40.0 / 38.0"),
 		row("oltp_point_select", "8", "haproxy", "25,000 / failed", "0.80 / failed", "0 / failed", "12.5 / failed", "35.0 / failed"),
@@ -73,6 +77,9 @@ func TestPeersMarkdown(t *testing.T) {
 		row("oltp_point_select", "8", "tpproxy/direct", "0.34–0.38×", "2.70–2.97×", "", "2.17–2.21×"),
 		"oltp_point_select/8 round 2 on haproxy: bench: sysbench failed: exit status 1",
 		"- a note.",
+		"- tpproxy-before: the tpproxy build /tmp/old/tpproxy, the same settings",
+		// 19517/15000 = 1.30, 21282/17000 = 1.25; CPU 25/50, 24/40.
+		row("oltp_point_select", "8", "tpproxy/tpproxy-before", "1.25–1.30×", "0.81–0.84×", "0.50–0.60×", "0.72–0.79×"),
 	} {
 		if !strings.Contains(got, squeeze(want)) {
 			t.Errorf("peers.md lacks %q:\n%s", want, md)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -41,14 +43,20 @@ type peerSetConfig struct {
 	// PoolThreads is the pool server's thread_pool_size; 0 leaves the
 	// mariadb-pool target out.
 	PoolThreads int
-	Out         io.Writer
-	Logger      *slog.Logger
+	// Baseline, when its Binary is set, is a second tpproxy (another
+	// build: the before of a before/after) run the same way, as the
+	// target BaselineName.
+	Baseline     ProxyOptions
+	BaselineName string
+	Out          io.Writer
+	Logger       *slog.Logger
 }
 
 // peerSet is what the server is compared with: tpproxy and haproxy in
 // front of it, and a second sandbox server with MariaDB's thread pool.
 type peerSet struct {
 	proxy   *proxyProcess
+	base    *proxyProcess   // nil: no baseline
 	haproxy *haproxyProcess // nil: left out
 	pool    *sandbox.Server // nil: left out
 	// poolDirect is the benchmark account on pool.
@@ -86,6 +94,20 @@ func startPeerSet(ctx context.Context, cfg peerSetConfig) (_ *peerSet, err error
 	ps.targets = append(ps.targets, Target{Name: TargetTpproxy, DSN: withAddr(d, ps.proxy.Addr)})
 	ps.relayPID[TargetTpproxy] = ps.proxy.pid()
 	fmt.Fprintf(cfg.Out, "tpproxy %s at %s (pid %d, config %s, log %s)\n", cfg.Proxy.Binary, ps.proxy.Addr, ps.proxy.pid(), ps.proxy.ConfigPath, ps.proxy.logPath)
+
+	if cfg.Baseline.Binary != "" {
+		dir := filepath.Join(cfg.Dir, cfg.BaselineName)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		ps.base, err = startProxyProcess(ctx, cfg.Baseline, dir, d.Addr, d.User, d.Passwd, cfg.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("bench: the %s target: %w", cfg.BaselineName, err)
+		}
+		ps.targets = append(ps.targets, Target{Name: cfg.BaselineName, DSN: withAddr(d, ps.base.Addr)})
+		ps.relayPID[cfg.BaselineName] = ps.base.pid()
+		fmt.Fprintf(cfg.Out, "%s: tpproxy %s at %s (pid %d, config %s, log %s)\n", cfg.BaselineName, cfg.Baseline.Binary, ps.base.Addr, ps.base.pid(), ps.base.ConfigPath, ps.base.logPath)
+	}
 
 	if hap != "" {
 		ps.haproxy, err = startHAProxy(ctx, hap, cfg.Dir, d.Addr, cfg.Logger)
@@ -175,6 +197,9 @@ func (ps *peerSet) close(ctx context.Context) error {
 	var errs []error
 	if ps.proxy != nil {
 		errs = append(errs, ps.proxy.stop())
+	}
+	if ps.base != nil {
+		errs = append(errs, ps.base.stop())
 	}
 	if ps.haproxy != nil {
 		errs = append(errs, ps.haproxy.stop())

@@ -12,12 +12,13 @@ import (
 
 func newPeersCmd(a *app) *cobra.Command {
 	var (
-		pf                  proxyFlags
-		out, steps, haproxy string
-		sysbench, psMode    string
-		tables, tableSize   int
-		rounds, poolThreads int
-		duration, warmup    time.Duration
+		pf                        proxyFlags
+		out, steps, haproxy       string
+		baselineBin, baselineName string
+		sysbench, psMode          string
+		tables, tableSize         int
+		rounds, poolThreads       int
+		duration, warmup          time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "peers",
@@ -46,6 +47,7 @@ runs this.`,
 			}
 			cfg := bench.PeersConfig{
 				OutDir: out, Proxy: proxy, HAProxy: haproxy, Sysbench: sysbench,
+				Baseline: bench.ProxyOptions{Binary: baselineBin}, BaselineName: baselineName,
 				Tables: tables, TableSize: tableSize, Rounds: rounds,
 				Duration: duration, Warmup: warmup, PSMode: psMode,
 				Out: cmd.OutOrStdout(), Interactive: isTerminal(cmd.OutOrStdout()), Logger: a.log,
@@ -84,6 +86,8 @@ runs this.`,
 	fl.StringVar(&sysbench, "sysbench", "", "the sysbench binary (default: sysbench on PATH)")
 	fl.IntVar(&poolThreads, "pool-of-threads-size", 2, "thread_pool_size of the mariadb-pool server (0: leave that target out)")
 	fl.StringVar(&haproxy, "haproxy", bench.HAProxyAuto, "haproxy target: auto (when installed), on or off")
+	fl.StringVar(&baselineBin, "baseline-bin", "", "another tpproxy build to run as a target of its own with the same settings (the before of a before/after)")
+	fl.StringVar(&baselineName, "baseline-name", "tpproxy-before", "the --baseline-bin target's name")
 	pf.register(cmd)
 	return cmd
 }

@@ -125,6 +125,7 @@ func newServeCommand(stderr io.Writer, env []string, build buildInfo) *cobra.Com
 			}()
 			defer func() { close(watchDone); <-watched }()
 
+			defaultProcs(log)
 			err = runServe(ctx, cfg, log, rl, build)
 			if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 				return &commandError{err: err}

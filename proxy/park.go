@@ -9,9 +9,11 @@ import (
 // Parking. A goroutine's stack keeps the size its deepest call needed
 // (the handshake, a statement), so 10,000 idle sessions blocked in a read
 // would hold 10,000 grown stacks. A session that waits for its client
-// instead parks: its goroutine ends, and a new one, whose stack is the
-// runtime's smallest, waits until the client's socket is readable and
-// then serves the session on (Server.resume). A session parks right after
+// instead parks: its goroutine ends; on Linux the poller (parkpoll_linux.go)
+// watches its socket with no goroutine at all, elsewhere (or when the
+// poller cannot take it) a new goroutine with the runtime's smallest stack
+// waits; either starts the session again when the client's socket is
+// readable (Server.resume). A session parks right after
 // its handshake and after parkAfter without a command; the reaper asks it
 // to. Sessions on TLS or compressed connections, whose layers buffer
 // bytes of their own, never park.
@@ -145,8 +147,8 @@ func (s *Session) parkableConn() bool {
 // and parks again or ends.
 func (srv *Server) resume(s *Session, wait bool) {
 	if wait {
-		if w := readable(s.nc.(*countingConn).Conn); w != nil {
-			w()
+		if rc := s.rawConn(); rc != nil {
+			waitReadable(rc)
 		}
 	}
 	s.small = smallBufs.Get().(*[smallBufSize]byte)

@@ -2,10 +2,10 @@
 
 package proxy
 
-import "net"
+import "syscall"
 
 // parkOS: sessions park on unix systems only.
 const parkOS = false
 
-// readable is never called here.
-func readable(net.Conn) func() { return nil }
+// waitReadable is never called here (canPark is false).
+func waitReadable(syscall.RawConn) {}

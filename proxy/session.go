@@ -271,7 +271,9 @@ func (s *Session) serve() (parked bool) {
 					s.park()
 					return true
 				}
-				continue // part of a packet came: read the rest
+				// Part of a packet came: read the rest (its sequence
+				// ids go on).
+				p, err = s.r.ReadPacket()
 			}
 		}
 		if err != nil && s.srv.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded) && s.holdsWork() {

@@ -14,6 +14,7 @@ import (
 	pingcaperrors "github.com/pingcap/errors"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/netx"
 )
 
 // Command bytes the pool sends itself.
@@ -440,11 +441,14 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 		nc = sniff.Conn
 	}
 	now := time.Now()
+	// The relay's reads and writes go straight to the socket (not through
+	// TLS, which reads and writes nc itself).
+	rw := netx.Direct(nc)
 	c := &Conn{
 		p:        p,
 		nc:       nc,
-		r:        mysqlwire.NewReader(nc, make([]byte, bufSize), nil),
-		w:        mysqlwire.NewWriterSize(nc, bufSize),
+		r:        mysqlwire.NewReader(rw, make([]byte, bufSize), nil),
+		w:        mysqlwire.NewWriterSize(rw, bufSize),
 		threadID: cc.GetConnectionID(),
 		version:  cc.GetServerVersion(),
 		track:    cc.HasCapability(gomysql.CLIENT_SESSION_TRACK),

@@ -233,7 +233,7 @@ func (srv *Server) serveConn(ctx context.Context, nc net.Conn, extra *extraPort)
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	nc = &countingConn{Conn: nc, in: &srv.metrics.bytesIn, out: &srv.metrics.bytesOut}
+	nc = &countingConn{Conn: netx.Direct(nc), in: &srv.metrics.bytesIn, out: &srv.metrics.bytesOut}
 	s := newSession(srv, nc, extra)
 	if reason, ok := srv.register(s); !ok {
 		srv.metrics.rejected[reason].Add(1)

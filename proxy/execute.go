@@ -114,13 +114,37 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 	return nil
 }
 
+// fixedInsertID reports whether the INSERT or REPLACE q gives its table's
+// AUTO_INCREMENT column a non-zero literal in every row, so that the
+// session's LAST_INSERT_ID() need not be read from the server after it.
+func (s *Session) fixedInsertID(ctx context.Context, qr catalog.Querier, q []byte) (bool, error) {
+	schema, table, ok := sqlscan.InsertTarget(q, s.mode)
+	if !ok {
+		return false, nil
+	}
+	col, err := s.srv.catalog.AutoIncrement(ctx, qr, s.catSchema, string(schema), string(table))
+	if err != nil || col == "" {
+		return false, err
+	}
+	return sqlscan.InsertFixes(q, s.mode, col), nil
+}
+
 // repeatable reports whether a query only reads, so that running it again
 // on another connection is harmless: a lone SELECT or SHOW with none of the
 // scanner's flags (no variables, locks, sequences, diagnostics, found rows
 // or insert ids). Stored functions it calls are judged by the catalog
-// (result.routine) before a repeat.
+// (result.routine) before a repeat. So is BEGIN / START TRANSACTION on a
+// connection of the pool (never on a pinned one, which may hold a
+// transaction it would commit): a transaction begun on a connection the
+// server closed is gone with it.
 func repeatable(info *sqlscan.Info) bool {
-	return (info.Kind == sqlscan.KindSelect || info.Kind == sqlscan.KindShow) && !info.Multi && info.Flags&^sqlscan.FlagFrom == 0
+	switch info.Kind {
+	case sqlscan.KindSelect, sqlscan.KindShow:
+		return !info.Multi && info.Flags&^sqlscan.FlagFrom == 0
+	case sqlscan.KindBegin:
+		return !info.Multi && info.Flags == 0
+	}
+	return false
 }
 
 // errReleased ends a session whose COMMIT or ROLLBACK released it.
@@ -218,6 +242,11 @@ func (s *Session) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sql
 		v, err := s.srv.catalog.CheckIn(ctx, qr, s.catSchema, q, s.mode, info)
 		if err != nil {
 			return err
+		}
+		if insertIDEffectOf(info) == liidInsert {
+			if res.fixedID, err = s.fixedInsertID(ctx, qr, q); err != nil {
+				return err
+			}
 		}
 		if v.Stateful {
 			res.routine, res.routineFlags = true, v.Flags

@@ -104,13 +104,25 @@ func TestIdleConnectionsKilledByTheServer(t *testing.T) {
 		if _, err := db.ExecContext(ctx, "INSERT INTO idlekill (v) VALUES (?)", -round); err != nil {
 			t.Fatalf("round %d: a prepared write after its connection was killed: %v", round, err)
 		}
+		killAll()
+		// START TRANSACTION on a dead connection begins on another one.
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatalf("round %d: BEGIN after its connection was killed: %v", round, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO idlekill (v) VALUES (?)", 100+round); err != nil {
+			t.Fatalf("round %d: a write in that transaction: %v", round, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("round %d: COMMIT: %v", round, err)
+		}
 		after := stats()
 		if after.Broken+after.HealthFailures == before.Broken+before.HealthFailures {
 			t.Fatalf("round %d: the dead connections left no trace: before %+v after %+v", round, before, after)
 		}
 	}
 	var n int
-	if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM idlekill").Scan(&n); err != nil || n != 6 {
-		t.Fatalf("rows = %d, %v; want 6 (each write ran once)", n, err)
+	if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM idlekill").Scan(&n); err != nil || n != 9 {
+		t.Fatalf("rows = %d, %v; want 9 (each write ran once)", n, err)
 	}
 }

@@ -63,6 +63,10 @@ type result struct {
 	// that sets it (setsInsertID: SET LAST_INSERT_ID = n).
 	liidTracked  bool
 	setsInsertID bool
+	// fixedID: an INSERT that gives the table's AUTO_INCREMENT column a
+	// literal in every row, which leaves LAST_INSERT_ID() as it was
+	// whatever id its OK reports.
+	fixedID bool
 	// chistics is the latest report of pending transaction
 	// characteristics (chisticsUnreported when there was none).
 	chistics int8

@@ -171,7 +171,10 @@ func (s *Session) idleTimedOut() {
 // SET @@last_insert_id and a procedure's inserts report nothing. So after
 // an INSERT that reports an id the server is asked: if it now holds the
 // reported id, the INSERT generated it; otherwise the session's value did
-// not change (what the connection holds is whoever used it before). Any
+// not change (what the connection holds is whoever used it before). It is
+// not asked after an INSERT that gives the table's AUTO_INCREMENT column
+// (which the catalog knows) a non-zero literal in every row, as sysbench's
+// do: such an INSERT generates nothing and leaves the value. Any
 // other statement that may change it (CALL, LAST_INSERT_ID(expr), a
 // multi-statement query, ...) runs on a connection first given the
 // session's value, and what the server holds after it is the session's.
@@ -218,7 +221,7 @@ func (s *Session) noteInsertID(ctx context.Context, c *pool.Conn, res *result, i
 		return // SET LAST_INSERT_ID = n, reported
 	}
 	effect := insertIDEffectOf(info)
-	if effect == liidNone || effect == liidInsert && res.err == nil && res.insertID == 0 {
+	if effect == liidNone || effect == liidInsert && (res.fixedID || res.err == nil && res.insertID == 0) {
 		return
 	}
 	before, known := c.LastInsertID()

@@ -85,7 +85,15 @@ type snapshot[T any] struct {
 type schema struct {
 	// mu serialises loading.
 	mu   sync.Mutex
-	snap atomic.Pointer[snapshot[map[string]object]]
+	snap atomic.Pointer[snapshot[schemaView]]
+}
+
+// schemaView is what was read of one schema.
+type schemaView struct {
+	objs map[string]object
+	// autoInc maps a base table's name, as the server stores it, to its
+	// AUTO_INCREMENT column.
+	autoInc map[string]string
 }
 
 // object is a stateful schema object.
@@ -155,9 +163,11 @@ func (c *Catalog) CheckIn(ctx context.Context, qr Querier, def *Schema, q []byte
 	var defObjs map[string]object
 	if def != nil {
 		var err error
-		if defObjs, err = c.load(ctx, qr, def.name, def.sc); err != nil {
+		view, err := c.load(ctx, qr, def.name, def.sc)
+		if err != nil {
 			return v, err
 		}
+		defObjs = view.objs
 	}
 	var quals map[string]map[string]object
 	if info.Qualified {
@@ -174,11 +184,12 @@ func (c *Catalog) CheckIn(ctx context.Context, qr Querier, def *Schema, q []byte
 			if _, done := quals[n]; done || !names[n] {
 				return false
 			}
-			objs, err := c.objects(ctx, qr, n)
+			view, err := c.view(ctx, qr, n)
 			if err != nil {
 				loadErr = err
 				return true
 			}
+			objs := view.objs
 			if quals == nil {
 				quals = make(map[string]map[string]object)
 			}
@@ -241,17 +252,42 @@ func (c *Catalog) schemaOf(name string) *schema {
 	return v.(*schema)
 }
 
-// objects returns the stateful objects of schema name, reading them when
-// what was read is stale.
-func (c *Catalog) objects(ctx context.Context, qr Querier, name string) (map[string]object, error) {
+// view returns what is known of schema name, reading it again when what
+// was read is stale.
+func (c *Catalog) view(ctx context.Context, qr Querier, name string) (schemaView, error) {
 	if name == "" {
-		return nil, nil
+		return schemaView{}, nil
 	}
 	return c.load(ctx, qr, name, c.schemaOf(name))
 }
 
-// load returns sc's objects, reading them again when stale.
-func (c *Catalog) load(ctx context.Context, qr Querier, name string, sc *schema) (map[string]object, error) {
+// AutoIncrement returns the AUTO_INCREMENT column of table in schema
+// (qualifier; empty: def's), "" when it has none, is not a base table or
+// is not known. table is looked up as written, then in lower case (what
+// lower_case_table_names=1 stores); never the other way, so that T1 and
+// t1 on a case-sensitive server stay apart.
+func (c *Catalog) AutoIncrement(ctx context.Context, qr Querier, def *Schema, schema, table string) (string, error) {
+	var view schemaView
+	var err error
+	switch {
+	case schema != "":
+		view, err = c.view(ctx, qr, schema)
+	case def != nil:
+		view, err = c.load(ctx, qr, def.name, def.sc)
+	default:
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if col, ok := view.autoInc[table]; ok {
+		return col, nil
+	}
+	return view.autoInc[strings.ToLower(table)], nil
+}
+
+// load returns what sc holds, reading it again when stale.
+func (c *Catalog) load(ctx context.Context, qr Querier, name string, sc *schema) (schemaView, error) {
 	if sn := sc.snap.Load(); fresh(c, sn) {
 		return sn.v, nil
 	}
@@ -261,12 +297,12 @@ func (c *Catalog) load(ctx context.Context, qr Querier, name string, sc *schema)
 		return sn.v, nil // read while we waited
 	}
 	gen := c.gen.Load()
-	objs, err := c.read(ctx, qr, name, 0)
+	view, err := c.read(ctx, qr, name, 0)
 	if err != nil {
-		return nil, err
+		return schemaView{}, err
 	}
-	sc.snap.Store(&snapshot[map[string]object]{v: objs, at: c.now(), gen: gen})
-	return objs, nil
+	sc.snap.Store(&snapshot[schemaView]{v: view, at: c.now(), gen: gen})
+	return view, nil
 }
 
 // schemaNames returns the set of schema names.
@@ -311,20 +347,31 @@ const loadSQL = "SELECT 'R', ROUTINE_NAME, ROUTINE_DEFINITION, SQL_MODE FROM inf
 	" UNION ALL SELECT 'T', EVENT_OBJECT_TABLE, ACTION_STATEMENT, SQL_MODE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {S}" +
 	" UNION ALL SELECT 'V', TABLE_NAME, VIEW_DEFINITION, '' FROM information_schema.VIEWS WHERE TABLE_SCHEMA = {S}" +
 	" UNION ALL SELECT 'D', TABLE_NAME, COLUMN_DEFAULT, '' FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {S}" +
-	" AND (COLUMN_DEFAULT LIKE '%nextval%' OR COLUMN_DEFAULT LIKE '%setval%' OR COLUMN_DEFAULT LIKE '%lastval%' OR COLUMN_DEFAULT LIKE '%next value for%')"
+	" AND (COLUMN_DEFAULT LIKE '%nextval%' OR COLUMN_DEFAULT LIKE '%setval%' OR COLUMN_DEFAULT LIKE '%lastval%' OR COLUMN_DEFAULT LIKE '%next value for%')" +
+	" UNION ALL SELECT 'A', c.TABLE_NAME, c.COLUMN_NAME, '' FROM information_schema.COLUMNS c JOIN information_schema.TABLES t" +
+	" ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME AND t.TABLE_TYPE = 'BASE TABLE'" +
+	" WHERE c.TABLE_SCHEMA = {S} AND c.EXTRA LIKE '%auto_increment%'"
 
 // maxDepth bounds how far definitions in one schema are followed into
 // others; deeper references count as stateful.
 const maxDepth = 2
 
 // read reads and analyses one schema's definitions.
-func (c *Catalog) read(ctx context.Context, qr Querier, name string, depth int) (map[string]object, error) {
+func (c *Catalog) read(ctx context.Context, qr Querier, name string, depth int) (schemaView, error) {
 	sql := strings.ReplaceAll(loadSQL, "{S}", quoteString(name))
 	var defs []definition
+	var autoInc map[string]string
 	err := qr.Query(ctx, sql, func(row []byte) error {
 		f, err := mysqlwire.RowValues(nil, row)
 		if err != nil || len(f) != 4 || len(f[0]) != 1 {
 			return errors.Join(err, mysqlwire.ErrMalformed)
+		}
+		if f[0][0] == 'A' {
+			if autoInc == nil {
+				autoInc = make(map[string]string)
+			}
+			autoInc[string(f[1])] = string(f[2])
+			return nil
 		}
 		d := definition{kind: f[0][0], name: strings.ToLower(string(f[1])), sqlMode: string(f[3])}
 		if f[2] != nil {
@@ -334,9 +381,13 @@ func (c *Catalog) read(ctx context.Context, qr Querier, name string, depth int) 
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return schemaView{}, err
 	}
-	return c.analyse(ctx, qr, name, defs, depth)
+	objs, err := c.analyse(ctx, qr, name, defs, depth)
+	if err != nil {
+		return schemaView{}, err
+	}
+	return schemaView{objs: objs, autoInc: autoInc}, nil
 }
 
 // analyse computes which objects of a schema are stateful: those whose own
@@ -419,11 +470,11 @@ func (c *Catalog) analyse(ctx context.Context, qr Querier, name string, defs []d
 			}
 			objs, ok := foreignCache[ref[0]]
 			if !ok {
-				var err error
-				objs, err = c.read(ctx, qr, ref[0], depth+1)
+				view, err := c.read(ctx, qr, ref[0], depth+1)
 				if err != nil {
 					return nil, err
 				}
+				objs = view.objs
 				if foreignCache == nil {
 					foreignCache = make(map[string]map[string]object)
 				}

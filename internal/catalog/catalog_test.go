@@ -100,9 +100,12 @@ func testServer() *fakeServer {
 			def('V', "v_fn", "select `app`.`f_set`() AS `x`"),
 			def('V', "v_orders", "select `app`.`orders`.`id` AS `id` from `app`.`orders`"),
 			def('V', "v_plain", "select 1 AS `one`"),
+			def('A', "orders", "id"),
 		},
 		"other": {
 			def('R', "g", "RETURN NEXTVAL(s)"),
+			def('A', "items", "item_id"),
+			def('A', "Items", "other_id"),
 		},
 		"empty": {},
 	}}
@@ -194,5 +197,44 @@ func TestCheckError(t *testing.T) {
 	info := sqlscan.ScanMode([]byte("SELECT 1"), m)
 	if _, err := c.Check(context.Background(), srv, "app", []byte("SELECT 1"), m, &info); !errors.Is(err, boom) {
 		t.Fatalf("Check with a failing server: %v, want %v", err, boom)
+	}
+}
+
+// TestAutoIncrement: the AUTO_INCREMENT column of a table of the default
+// schema or a named one, read with the rest in one query, and nothing for
+// a table without one; T1 and t1 stay apart.
+func TestAutoIncrement(t *testing.T) {
+	srv := testServer()
+	c := New(time.Minute)
+	ctx := context.Background()
+	app := c.Schema("app")
+	for _, k := range []struct{ schema, table, want string }{
+		{"", "orders", "id"},
+		{"", "ORDERS", "id"}, // as lower_case_table_names=1 stores it
+		{"", "audit", ""},
+		{"other", "items", "item_id"},
+		{"other", "Items", "other_id"},
+		{"other", "ITEMS", "item_id"},
+		{"nosuch", "orders", ""},
+	} {
+		got, err := c.AutoIncrement(ctx, srv, app, k.schema, k.table)
+		if err != nil || got != k.want {
+			t.Errorf("AutoIncrement(%q, %q) = %q, %v; want %q", k.schema, k.table, got, err, k.want)
+		}
+	}
+	if got, err := c.AutoIncrement(ctx, srv, nil, "", "orders"); got != "" || err != nil {
+		t.Errorf("no default schema: %q, %v", got, err)
+	}
+	before := srv.loads["app"] + srv.loads["other"]
+	for range 3 {
+		_, _ = c.AutoIncrement(ctx, srv, app, "", "orders")
+		_, _ = c.AutoIncrement(ctx, srv, app, "other", "items")
+	}
+	if after := srv.loads["app"] + srv.loads["other"]; after != before {
+		t.Errorf("%d more loads within the TTL, want none", after-before)
+	}
+	// The 'A' rows are no objects: a plain INSERT into orders is not stateful.
+	if v := check(t, c, srv, "app", "SELECT id FROM orders"); v.Stateful {
+		t.Errorf("reading orders: %+v", v)
 	}
 }

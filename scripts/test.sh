@@ -12,6 +12,11 @@ go vet ./...
 # the rest, not beside the driver matrix's JVM, PHP and Node processes.
 go test -race -count=1 -timeout 30m $(go list ./... | grep -v '/e2e/semantics$')
 SEMANTICS_BUDGET="${SEMANTICS_BUDGET:-12m}" go test -race -count=1 -timeout 20m ./e2e/semantics/
+# Under -race the sockets' direct reads and writes go through package
+# syscall (internal/netx/direct_race.go): the raw system calls that
+# production builds make are tested here, and by the e2e packages that
+# build the tpproxy binary.
+go test -count=1 -timeout 5m ./internal/netx/ ./proxy/
 
 # A count, not a duration: with a duration Go 1.26's fuzz coordinator can
 # report a bare "context deadline exceeded" at the deadline with no failing
@@ -26,6 +31,7 @@ while read -r pkg target; do
 done <<'TARGETS'
 ./internal/sqlscan FuzzScan
 ./internal/sqlscan FuzzScanMode
+./internal/sqlscan FuzzInsertFixes
 ./internal/mysqlwire FuzzParseOK
 ./internal/mysqlwire FuzzParseERR
 ./internal/mysqlwire FuzzReader

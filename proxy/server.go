@@ -256,6 +256,10 @@ func (srv *Server) serveSession(s *Session, step func() bool) {
 	if step() {
 		if p := srv.parkPoller(); p == nil || !p.add(s) {
 			go srv.resume(s, true)
+		} else if srv.draining.Load() {
+			// Shutdown's wakeIdle may have looked for the session before
+			// the poller had it: wake it now (unpark takes it only once).
+			srv.unpark(s)
 		}
 		return
 	}

@@ -118,15 +118,15 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 // AUTO_INCREMENT column a non-zero literal in every row, so that the
 // session's LAST_INSERT_ID() need not be read from the server after it.
 func (s *Session) fixedInsertID(ctx context.Context, qr catalog.Querier, q []byte) (bool, error) {
-	schema, table, ok := sqlscan.InsertTarget(q, s.mode)
+	ins, ok := sqlscan.ParseInsert(q, s.mode)
 	if !ok {
 		return false, nil
 	}
-	col, err := s.srv.catalog.AutoIncrement(ctx, qr, s.catSchema, string(schema), string(table))
+	col, err := s.srv.catalog.AutoIncrement(ctx, qr, s.catSchema, string(ins.Schema), string(ins.Table))
 	if err != nil || col == "" {
 		return false, err
 	}
-	return sqlscan.InsertFixes(q, s.mode, col), nil
+	return ins.Fixes(col), nil
 }
 
 // repeatable reports whether a query only reads, so that running it again

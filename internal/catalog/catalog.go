@@ -162,7 +162,6 @@ func (c *Catalog) CheckIn(ctx context.Context, qr Querier, def *Schema, q []byte
 	var v Verdict
 	var defObjs map[string]object
 	if def != nil {
-		var err error
 		view, err := c.load(ctx, qr, def.name, def.sc)
 		if err != nil {
 			return v, err

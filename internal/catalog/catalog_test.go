@@ -233,7 +233,7 @@ func TestAutoIncrement(t *testing.T) {
 	if after := srv.loads["app"] + srv.loads["other"]; after != before {
 		t.Errorf("%d more loads within the TTL, want none", after-before)
 	}
-	// The 'A' rows are no objects: a plain INSERT into orders is not stateful.
+	// The 'A' rows are no objects: reading orders is not stateful.
 	if v := check(t, c, srv, "app", "SELECT id FROM orders"); v.Stateful {
 		t.Errorf("reading orders: %+v", v)
 	}

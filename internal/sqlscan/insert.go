@@ -2,31 +2,37 @@ package sqlscan
 
 import "bytes"
 
-// InsertTarget returns the table an INSERT or REPLACE with a VALUES list
-// writes, as written (qualifier and name without quotes; schema nil when
-// unqualified). ok is false for any other statement, including INSERT ...
-// SELECT, INSERT ... SET and INSERT ... TABLE.
-func InsertTarget(q []byte, m Mode) (schema, table []byte, ok bool) {
-	var ins insertParse
-	if !ins.header(q, m) {
-		return nil, nil, false
-	}
-	return ins.schema, ins.table, true
+// Insert is an INSERT or REPLACE read up to the '(' of its column list:
+// the table it writes, as written (qualifier and name without quotes;
+// Schema nil when unqualified), and where reading goes on.
+type Insert struct {
+	Schema, Table []byte
+	lx            lexer
 }
 
-// InsertFixes reports whether an INSERT or REPLACE ... VALUES gives column
-// col (matched without regard to letter case) a non-zero integer literal
-// in every row, as in INSERT INTO t (id, k) VALUES (7, 1), (8, 2). Such a
+// ParseInsert reads INSERT [LOW_PRIORITY | DELAYED | HIGH_PRIORITY]
+// [IGNORE] [INTO] tbl [PARTITION (...)] ( — or REPLACE likewise. ok is
+// false for any other statement, including INSERT ... SET and an INSERT
+// without a column list.
+func ParseInsert(q []byte, m Mode) (Insert, bool) {
+	var ins Insert
+	if !ins.header(q, m) {
+		return Insert{}, false
+	}
+	return ins, true
+}
+
+// Fixes reports whether the statement gives column col (matched without
+// regard to letter case) a non-zero integer literal in every row of its
+// VALUES, as in INSERT INTO t (id, k) VALUES (7, 1), (8, 2). Such a
 // statement generates no AUTO_INCREMENT value in col: whatever else it
 // does, LAST_INSERT_ID() stays as it was, although its OK packet reports
-// the last row's id. Anything the check cannot follow (no column list, an
-// expression, a placeholder, DEFAULT, NULL, 0, a quoted number, more than
-// one statement) gives false.
-func InsertFixes(q []byte, m Mode, col string) bool {
-	var ins insertParse
-	if !ins.header(q, m) {
-		return false
-	}
+// the last row's id. Anything the check cannot follow (an expression, a
+// placeholder, DEFAULT, NULL, 0, a quoted number, INSERT ... SELECT, more
+// than one statement) gives false. It reads on from where ParseInsert
+// stopped, so it is called once.
+func (ins *Insert) Fixes(col string) bool {
+	q := ins.lx.q
 	lx := &ins.lx
 	// The column list.
 	idx, n := -1, 0
@@ -98,17 +104,8 @@ func InsertFixes(q []byte, m Mode, col string) bool {
 	return true
 }
 
-// insertParse reads an INSERT or REPLACE up to the '(' of its column
-// list.
-type insertParse struct {
-	lx            lexer
-	schema, table []byte
-}
-
-// header parses INSERT [LOW_PRIORITY | DELAYED | HIGH_PRIORITY] [IGNORE]
-// [INTO] tbl [PARTITION (...)] ( — or REPLACE likewise — and leaves the
-// lexer after the '('.
-func (p *insertParse) header(q []byte, m Mode) bool {
+// header is ParseInsert's work: it leaves the lexer after the '('.
+func (p *Insert) header(q []byte, m Mode) bool {
 	p.lx.init(q, m)
 	lx := &p.lx
 	t := lx.next()
@@ -125,13 +122,13 @@ func (p *insertParse) header(q []byte, m Mode) bool {
 	if !t.isName() {
 		return false
 	}
-	p.table = lx.nameOf(t)
+	p.Table = lx.nameOf(t)
 	t = lx.next()
 	if t.isPunct('.') {
 		if t = lx.next(); !t.isName() {
 			return false
 		}
-		p.schema, p.table = p.table, lx.nameOf(t)
+		p.Schema, p.Table = p.Table, lx.nameOf(t)
 		t = lx.next()
 	}
 	if t.kind == tokWord && wordIs(lx, t, "partition") {

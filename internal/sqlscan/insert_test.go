@@ -35,13 +35,14 @@ func TestInsertFixes(t *testing.T) {
 		{"UPDATE t SET id = 5", "id", false},
 		{"SELECT 1", "id", false},
 	} {
-		if got := InsertFixes([]byte(c.q), m, c.col); got != c.want {
-			t.Errorf("InsertFixes(%q, %q) = %v, want %v", c.q, c.col, got, c.want)
+		ins, ok := ParseInsert([]byte(c.q), m)
+		if got := ok && ins.Fixes(c.col); got != c.want {
+			t.Errorf("Fixes(%q, %q) = %v, want %v", c.q, c.col, got, c.want)
 		}
 	}
 }
 
-func TestInsertTarget(t *testing.T) {
+func TestParseInsert(t *testing.T) {
 	m := Mode{MariaDB: true, Version: 101100}
 	for _, c := range []struct {
 		q, schema, table string
@@ -54,9 +55,9 @@ func TestInsertTarget(t *testing.T) {
 		{"INSERT INTO t SELECT 1", "", "", false},
 		{"DELETE FROM t", "", "", false},
 	} {
-		s, tb, ok := InsertTarget([]byte(c.q), m)
-		if ok != c.ok || string(s) != c.schema || string(tb) != c.table {
-			t.Errorf("InsertTarget(%q) = %q, %q, %v; want %q, %q, %v", c.q, s, tb, ok, c.schema, c.table, c.ok)
+		ins, ok := ParseInsert([]byte(c.q), m)
+		if ok != c.ok || string(ins.Schema) != c.schema || string(ins.Table) != c.table {
+			t.Errorf("ParseInsert(%q) = %q, %q, %v; want %q, %q, %v", c.q, ins.Schema, ins.Table, ok, c.schema, c.table, c.ok)
 		}
 	}
 }
@@ -65,7 +66,8 @@ func FuzzInsertFixes(f *testing.F) {
 	f.Add([]byte("INSERT INTO t (id, k) VALUES (1, 'a'), (2, f(3))"), "id")
 	f.Add([]byte("REPLACE t PARTITION (p) (id) VALUE (1) ON DUPLICATE KEY UPDATE k=1"), "ID")
 	f.Fuzz(func(t *testing.T, q []byte, col string) {
-		_ = InsertFixes(q, Mode{MariaDB: true}, col)
-		_, _, _ = InsertTarget(q, Mode{})
+		if ins, ok := ParseInsert(q, Mode{MariaDB: true}); ok {
+			_ = ins.Fixes(col)
+		}
 	})
 }

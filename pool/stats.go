@@ -67,6 +67,18 @@ type Stats struct {
 	PreparedEvictions uint64 // statements closed to stay within PreparedLimit
 }
 
+// Counters are the pool's cumulative acquire counters, read without a
+// lock (for callers that sample often).
+type Counters struct {
+	Acquires uint64 // Acquire calls
+	Waits    uint64 // Acquire calls that had to wait
+}
+
+// Counters returns the acquire counters.
+func (p *Pool) Counters() Counters {
+	return Counters{Acquires: p.stats.acquires.Load(), Waits: p.stats.waits.Load()}
+}
+
 // Stats returns a snapshot of the pool.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()

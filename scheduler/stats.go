@@ -107,6 +107,18 @@ func (s *Scheduler) Stats() Stats {
 	return st
 }
 
+// Counters are the scheduler's cumulative admission counters, read
+// without a lock (for callers that sample often).
+type Counters struct {
+	Admitted uint64 // Admit calls that succeeded
+	Waited   uint64 // Admit calls that queued
+}
+
+// Counters returns the admission counters.
+func (s *Scheduler) Counters() Counters {
+	return Counters{Admitted: s.admitted.Load(), Waited: s.queued.Load()}
+}
+
 // QueuedStatement is one statement waiting in a queue (THREAD_POOL_QUEUES).
 type QueuedStatement struct {
 	Group    int

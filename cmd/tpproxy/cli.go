@@ -125,8 +125,8 @@ func newServeCommand(stderr io.Writer, env []string, build buildInfo) *cobra.Com
 			}()
 			defer func() { close(watchDone); <-watched }()
 
-			defaultProcs(log)
-			err = runServe(ctx, cfg, log, rl, build)
+			adaptive := defaultProcs(log)
+			err = runServe(ctx, cfg, log, rl, build, adaptive)
 			if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 				return &commandError{err: err}
 			}

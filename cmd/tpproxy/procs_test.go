@@ -13,15 +13,55 @@ func TestDefaultProcs(t *testing.T) {
 
 	t.Setenv("GOMAXPROCS", "")
 	runtime.GOMAXPROCS(runtime.NumCPU())
-	defaultProcs(log)
+	if !defaultProcs(log) && runtime.NumCPU() > 1 {
+		t.Fatal("half the CPUs is not adaptive")
+	}
 	if got, want := runtime.GOMAXPROCS(0), max(1, runtime.NumCPU()/2); got != want {
 		t.Fatalf("GOMAXPROCS = %d, want half the %d CPUs: %d", got, runtime.NumCPU(), want)
 	}
 
 	t.Setenv("GOMAXPROCS", "3")
 	runtime.GOMAXPROCS(3)
-	defaultProcs(log)
+	if defaultProcs(log) {
+		t.Fatal("adaptive with $GOMAXPROCS set")
+	}
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Fatalf("GOMAXPROCS = %d with $GOMAXPROCS=3", got)
+	}
+}
+
+func TestProcsGovernor(t *testing.T) {
+	busy := loadSample{admitted: 1000, queued: 300}
+	poolBusy := loadSample{admitted: 1000, acquires: 50, waits: 40} // transactions queue for a connection
+	quiet := loadSample{admitted: 1000, queued: 20, acquires: 1000, waits: 5}
+	idle := loadSample{admitted: 3, queued: 3} // a trickle is never busy
+	for _, s := range []loadSample{busy, poolBusy} {
+		if !s.busy() {
+			t.Fatalf("%+v: not busy", s)
+		}
+	}
+	for _, s := range []loadSample{quiet, idle, {}} {
+		if s.busy() {
+			t.Fatalf("%+v: busy", s)
+		}
+	}
+
+	g := newProcsGovernor(1, 4)
+	steps := []struct {
+		s    loadSample
+		want int
+	}{
+		{busy, 1}, {quiet, 1}, {busy, 1}, // one busy tick is a burst
+		{busy, 4}, // two in a row
+		{poolBusy, 4}, {quiet, 4}, {idle, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4},
+		{busy, 4}, // resets the quiet run
+		{quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4},
+		{quiet, 1}, // the eighth quiet tick in a row
+		{quiet, 1},
+	}
+	for i, st := range steps {
+		if got := g.observe(st.s); got != st.want {
+			t.Fatalf("tick %d (%+v): GOMAXPROCS %d, want %d", i, st.s, got, st.want)
+		}
 	}
 }

@@ -21,8 +21,9 @@ import (
 // HTTP endpoint. Then it shuts down gracefully: new connections are
 // refused, statements in flight and open transactions get
 // shutdown_timeout to finish, then sessions are closed and the backend
-// connections released. rl reloads the configuration meanwhile.
-func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, build buildInfo) error {
+// connections released. rl reloads the configuration meanwhile. With
+// adaptiveProcs, GOMAXPROCS follows the load (governProcs).
+func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, build buildInfo, adaptiveProcs bool) error {
 	pcfg, err := poolConfig(cfg, log)
 	if err != nil {
 		return err
@@ -132,6 +133,9 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
 		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
 	run("client listener", func() error { return srv.Serve(serveCtx, ln) })
+	if adaptiveProcs {
+		bg.Go(func() { governProcs(serveCtx, log, sched, p) })
+	}
 
 	var failed error
 	select {

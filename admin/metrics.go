@@ -66,6 +66,9 @@ var (
 	descBackendHealth   = desc("backend_health_checks_total", "Health checks of idle connections.")
 	descBackendHealthKO = desc("backend_health_failures_total", "Health checks that failed (the connection was replaced).")
 	descBackendKills    = desc("backend_kills_total", "KILL statements sent for client sessions.")
+	descBackendSwitches = desc("backend_account_switches_total", "COM_CHANGE_USERs that logged a backend connection in as another session's server account (backend.identity passthrough).")
+	descBackendRefused  = desc("backend_account_refusals_total", "Account switches the server refused (wrong password, no such account).")
+	descBackendAccount  = desc("backend_account_connections", "Backend connections by server account and state (idle, in_use), and acquisitions waiting for one (waiting).", "account", "state")
 	descPrepClient      = desc("prepared_statements_client", "Prepared statements client sessions hold open.")
 	descPrepCached      = desc("prepared_statements_cached", "Distinct statements in the proxy's statement cache.")
 	descPrepBackend     = desc("prepared_statements_backend", "Statements prepared on backend connections now.")
@@ -94,6 +97,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descBackendPinned, descBackendWaiting, descBackendUp, descBackendAcquires, descBackendTimeouts,
 		descBackendWait, descBackendDials, descBackendDialErrs, descBackendResets, descBackendReplaced,
 		descBackendBroken, descBackendExpired, descBackendHealth, descBackendHealthKO, descBackendKills,
+		descBackendSwitches, descBackendRefused, descBackendAccount,
 		descPrepClient, descPrepCached, descPrepBackend, descPrepReprepares, descPrepBackendPrep,
 		descPrepEvictions, descShuttingDown,
 	} {
@@ -180,6 +184,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, descBackendHealth, ps.HealthChecks)
 	counter(ch, descBackendHealthKO, ps.HealthFailures)
 	counter(ch, descBackendKills, ps.Kills)
+	counter(ch, descBackendSwitches, ps.AccountSwitches)
+	counter(ch, descBackendRefused, ps.AccountRefusals)
+	for _, a := range c.pool.Accounts() {
+		gauge(ch, descBackendAccount, float64(a.Idle), a.User, "idle")
+		gauge(ch, descBackendAccount, float64(a.InUse), a.User, "in_use")
+		gauge(ch, descBackendAccount, float64(a.Waiting), a.User, "waiting")
+	}
 	gauge(ch, descPrepBackend, float64(ps.PreparedOpen))
 	counter(ch, descPrepBackendPrep, ps.Prepares)
 	counter(ch, descPrepEvictions, ps.PreparedEvictions)

@@ -53,6 +53,21 @@ var tables = []table{
 		cols: []column{{"REASON", colString}, {"COUNT", colInt}},
 		rows: (*Server).waitRows,
 	},
+	{
+		// tpproxy's own: the backend connections by server account
+		// (backend.identity passthrough), like PgBouncer's SHOW POOLS.
+		name: "TPPROXY_POOLS",
+		cols: []column{{"ACCOUNT", colString}, {"CONNECTIONS", colInt}, {"IDLE", colInt}, {"IN_USE", colInt}, {"WAITING", colInt}},
+		rows: (*Server).poolRows,
+	},
+}
+
+func (a *Server) poolRows() [][]any {
+	var rows [][]any
+	for _, ac := range a.pool.Accounts() {
+		rows = append(rows, []any{ac.User, int64(ac.Open), int64(ac.Idle), int64(ac.InUse), int64(ac.Waiting)})
+	}
+	return rows
 }
 
 func b2i(b bool) int64 {

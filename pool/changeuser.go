@@ -70,9 +70,10 @@ func collationID(name string) uint16 {
 }
 
 // clearSchema takes the connection back to "no default schema", which no
-// statement can do, with COM_CHANGE_USER to the service account and an
-// empty schema: one round trip and a session re-initialisation instead of
-// a new connection. The session state is reset as by COM_RESET_CONNECTION.
+// statement can do, with COM_CHANGE_USER to the account it is logged in as
+// and an empty schema: one round trip and a session re-initialisation
+// instead of a new connection. The session state is reset as by
+// COM_RESET_CONNECTION.
 func (c *Conn) clearSchema(ctx context.Context) error {
 	g, cfg := c.greeting, &c.p.cfg
 	id := collationID(cfg.Collation)
@@ -80,12 +81,19 @@ func (c *Conn) clearSchema(ctx context.Context) error {
 		return errNoChangeUser
 	}
 	done := c.withDeadline(ctx)
-	err := c.changeUser(g, id)
+	err := c.changeUser(g, id, c.p.credentials(c.account))
 	done()
 	if err != nil {
 		c.broken = true
 		return err
 	}
+	return c.afterLogin(ctx)
+}
+
+// afterLogin brings a connection that COM_CHANGE_USER just logged in again
+// to the state the pool dials connections in.
+func (c *Conn) afterLogin(ctx context.Context) error {
+	cfg := &c.p.cfg
 	c.forgetSession()
 	// A new login: the account's default roles are active again.
 	c.roleChanged = false
@@ -103,17 +111,17 @@ func (c *Conn) clearSchema(ctx context.Context) error {
 	return nil
 }
 
-// changeUser sends COM_CHANGE_USER and answers an auth switch to
-// mysql_native_password.
-func (c *Conn) changeUser(g greeting, collation uint16) error {
-	cfg := &c.p.cfg
+// changeUser sends COM_CHANGE_USER for who and answers an auth switch to
+// mysql_native_password (remembering its challenge: the server checks the
+// next COM_CHANGE_USER against the latest one).
+func (c *Conn) changeUser(g greeting, collation uint16, who login) error {
 	c.StartCommand()
 	w := c.w
 	w.Begin()
 	w.AppendByte(comChangeUser)
-	w.AppendString(cfg.User)
+	w.AppendString(who.user)
 	w.AppendByte(0)
-	scramble := gomysql.CalcNativePassword(g.salt[:20], []byte(cfg.Password))
+	scramble := nativeScramble(g.salt[:20], who.stage1)
 	w.AppendByte(byte(len(scramble)))
 	w.AppendBytes(scramble)
 	w.AppendByte(0) // no schema
@@ -142,9 +150,10 @@ func (c *Conn) changeUser(g greeting, collation uint16) error {
 			if err != nil || string(plugin) != gomysql.AUTH_NATIVE_PASSWORD || len(salt) < 20 {
 				return fmt.Errorf("%w: unexpected auth switch to %q", errNoChangeUser, plugin)
 			}
+			c.greeting.salt = append(c.greeting.salt[:0], salt[:20]...)
 			w.SetSeq(c.r.Seq())
 			w.Begin()
-			w.AppendBytes(gomysql.CalcNativePassword(salt[:20], []byte(cfg.Password)))
+			w.AppendBytes(nativeScramble(salt[:20], who.stage1))
 			if err := w.End(); err != nil {
 				return err
 			}

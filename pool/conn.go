@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -57,8 +58,11 @@ type Conn struct {
 	threadID uint32
 	version  string
 	greeting greeting // scramble and plugin, for COM_CHANGE_USER
-	track    bool     // CLIENT_SESSION_TRACK negotiated: OK packets carry session state
-	state    State
+	account  *Account // logged in as (nil: the pool's own account)
+	// inUseBy is the in-use counter of the account it was handed out as.
+	inUseBy *atomic.Int64
+	track   bool // CLIENT_SESSION_TRACK negotiated: OK packets carry session state
+	state   State
 
 	// lastOwner is State.Owner of the session the connection last served.
 	lastOwner uint64
@@ -183,13 +187,13 @@ func (c *Conn) PrimeConnectionID(ctx context.Context, id uint32) error {
 	if c.pseudoID == id {
 		return nil
 	}
-	if c.p.noPseudoID.Load() {
+	if _, denied := c.p.noPseudoID.Load(c.AccountName()); denied {
 		return ErrPseudoThreadID
 	}
 	_, err := c.Exec(ctx, "SET SESSION pseudo_thread_id = "+strconv.FormatUint(uint64(id), 10))
 	var me *mysqlwire.Error
 	if errors.As(err, &me) && (me.Code == erSpecificAccessDenied || me.Code == erAccessDenied) {
-		c.p.noPseudoID.Store(true)
+		c.p.noPseudoID.Store(c.AccountName(), true)
 		return ErrPseudoThreadID
 	}
 	if err != nil {
@@ -774,6 +778,10 @@ var ErrNeedsFreshConn = errors.New("pool: state needs a fresh connection")
 // and the multi-statement option. A server error (say, the schema was
 // dropped) is returned as *mysqlwire.Error and leaves c usable.
 func (c *Conn) Sync(ctx context.Context, want *State) error {
+	if !c.p.sameAccount(c.account, want.Account) {
+		// Acquire switches accounts; a pinned connection is the session's.
+		return ErrNeedsFreshConn
+	}
 	if c.state.Equal(want) {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/histogram"
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
 // matchScan bounds how many idle connections Acquire inspects looking for
@@ -58,8 +59,9 @@ type Pool struct {
 	serverPrepared atomic.Int64
 	// defaults are the session defaults read on the latest dial.
 	defaults atomic.Pointer[Defaults]
-	// noPseudoID: the backend account may not set pseudo_thread_id.
-	noPseudoID atomic.Bool
+	// noPseudoID holds the names of the server accounts that may not set
+	// pseudo_thread_id.
+	noPseudoID sync.Map
 	// globals is the latest reading of the server's global variables;
 	// globalsMu serialises readings, scopes caches which variables have a
 	// session value where the server cannot list them (MySQL).
@@ -85,14 +87,21 @@ type Pool struct {
 
 	stats       counters
 	acquireWait *histogram.Histogram
+	// refused holds the server's latest refusal of an account's login
+	// (*refusal), by account name.
+	refused sync.Map
+	// inUse counts the connections handed out, by account name
+	// (*atomic.Int64), for Accounts.
+	inUse sync.Map
 }
 
 // waiter is an Acquire call waiting for a connection. ch has room for one
 // connection so a releaser never blocks handing it over.
 type waiter struct {
-	ch   chan *Conn
-	next *waiter
-	prev *waiter
+	ch      chan *Conn
+	account string // the account it wants, for Accounts
+	next    *waiter
+	prev    *waiter
 }
 
 // waitQueue is a FIFO of waiters with O(1) removal of a waiter that gives up.
@@ -264,7 +273,7 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 		// finds it closed (DeadOnArrival).
 		if c.unchecked = time.Since(c.lastUsed) < idleCheckAfter; c.unchecked || c.alive() {
 			p.acquireWait.Observe(0)
-			return p.fit(ctx, c, want)
+			return p.handOut(ctx, c, want)
 		}
 		// The server closed it while it was idle: replace it and try the
 		// next one, so the caller never sends a statement into a dead socket.
@@ -281,6 +290,9 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 		return nil, fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
 	}
 	w := &waiter{ch: make(chan *Conn, 1)}
+	if want != nil {
+		w.account = p.accountName(want.Account)
+	}
 	p.waiters.push(w)
 	p.mu.Unlock()
 	p.wakeFiller()
@@ -318,7 +330,7 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 	p.stats.waitNanos.Add(int64(waited))
 	p.acquireWait.Observe(waited)
 	if ok {
-		return p.fit(ctx, c, want)
+		return p.handOut(ctx, c, want)
 	}
 	p.mu.Lock()
 	closed, dialErr := p.closed, p.lastDialErr
@@ -355,19 +367,29 @@ func (p *Pool) takeIdle(want *State) *Conn {
 	}
 	pick := 0
 	if want != nil {
-		sum := want.Sum()
+		sum, acct := want.Sum(), want.Account
 		found := false
 		if want.Owner != 0 {
 			for i := n - 1; i >= 0 && i >= n-matchScan; i-- {
-				if c := p.idle[i]; c.lastOwner == want.Owner && c.state.sum == sum {
+				if c := p.idle[i]; c.lastOwner == want.Owner && c.state.sum == sum && p.sameAccount(c.account, acct) {
 					pick, found = i, true
 					break
 				}
 			}
 		}
 		for i := 0; !found && i < n && i < matchScan; i++ {
-			if p.idle[i].state.sum == sum {
+			if c := p.idle[i]; c.state.sum == sum && p.sameAccount(c.account, acct) {
 				pick, found = i, true
+			}
+		}
+		if !found && acct != nil {
+			// The least recently used connection of the account, else the
+			// least recently used one of any account (switched in fit).
+			for i := 0; i < n; i++ {
+				if p.sameAccount(p.idle[i].account, acct) {
+					pick = i
+					break
+				}
 			}
 		}
 	}
@@ -379,6 +401,16 @@ func (p *Pool) takeIdle(want *State) *Conn {
 	p.idle[n-1] = nil
 	p.idle = p.idle[:n-1]
 	return c
+}
+
+// handOut fits c to want and counts it as in use by its account.
+func (p *Pool) handOut(ctx context.Context, c *Conn, want *State) (*Conn, error) {
+	c, err := p.fit(ctx, c, want)
+	if err == nil {
+		c.inUseBy = p.inUseCount(c.AccountName())
+		c.inUseBy.Add(1)
+	}
+	return c, err
 }
 
 // fit makes sure c can take want's state: a connection dialed with the
@@ -399,8 +431,15 @@ func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 			return p.redial(ctx, c, want)
 		}
 	}
-	same := want != nil && c.state.FoundRows == want.FoundRows && c.state.ExtMetadata == want.ExtMetadata
-	if want == nil || (same && (want.Schema != "" || c.state.Schema == "")) {
+	if want == nil {
+		return c, nil
+	}
+	same := c.state.FoundRows == want.FoundRows && c.state.ExtMetadata == want.ExtMetadata
+	if same && !p.sameAccount(c.account, want.Account) {
+		// Logging in as the session's account clears the schema too.
+		return p.switchOrDrop(ctx, c, want.Account)
+	}
+	if same && (want.Schema != "" || c.state.Schema == "") {
 		return c, nil
 	}
 	if same {
@@ -414,7 +453,57 @@ func (p *Pool) fit(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 			p.cfg.Logger.Debug("change user failed; redialing", "thread_id", c.threadID, "err", err)
 		}
 	}
-	return p.redial(ctx, c, want)
+	c, err := p.redial(ctx, c, want)
+	if err != nil || p.sameAccount(nil, want.Account) {
+		return c, err
+	}
+	return p.switchOrDrop(ctx, c, want.Account)
+}
+
+// switchOrDrop logs c in as a. When the server refuses the account, c is
+// logged back in as the pool's own and released, and the refusal returned
+// (and returned again without asking for refusalTTL, so a wrong password
+// costs the server one failed login per second, not one per statement);
+// when anything else fails, c is closed (the filler replaces it).
+func (p *Pool) switchOrDrop(ctx context.Context, c *Conn, a *Account) (*Conn, error) {
+	name := p.accountName(a)
+	if v, ok := p.refused.Load(name); ok {
+		if r := v.(*refusal); time.Now().Before(r.until) {
+			p.put(c)
+			return nil, r.err
+		}
+		p.refused.Delete(name)
+	}
+	err := c.switchAccount(ctx, a)
+	if err == nil {
+		return c, nil
+	}
+	if errors.Is(err, ErrAccountSwitch) {
+		if n := p.stats.refusals.Add(1); n == 1 || n%100 == 0 {
+			p.cfg.Logger.Warn("the backend refused a session's account", "user", name, "thread_id", c.threadID, "err", err, "refusals", n)
+		}
+		p.refused.Store(name, &refusal{until: time.Now().Add(refusalTTL), err: err})
+		// After a server's ERR the connection is still logged in (as
+		// before, or as nobody): log it back in as the pool's own.
+		var me *mysqlwire.Error
+		if errors.As(err, &me) && c.switchAccount(ctx, nil) == nil {
+			c.broken = false
+			p.put(c)
+			return nil, err
+		}
+	}
+	c.broken = true
+	p.discard(c)
+	return nil, err
+}
+
+// refusalTTL is how long a server's refusal of an account is answered
+// from memory.
+const refusalTTL = time.Second
+
+type refusal struct {
+	until time.Time
+	err   error
 }
 
 // redial closes c and dials its replacement in the same slot.
@@ -438,6 +527,10 @@ func (p *Pool) redial(ctx context.Context, c *Conn, want *State) (*Conn, error) 
 // a dirty one is reset first (in the caller's goroutine, so the next user
 // never waits for it); an expired one is retired.
 func (p *Pool) Release(c *Conn) {
+	if c.inUseBy != nil {
+		c.inUseBy.Add(-1)
+		c.inUseBy = nil
+	}
 	c.lastUsed = time.Now()
 	c.unchecked = false
 	c.state.Sum() // refresh the fingerprint Acquire matches on

@@ -45,6 +45,12 @@ type State struct {
 	// FoundRows, for clients that asked for it.
 	ExtMetadata bool
 
+	// Account is the server account the session's statements run as
+	// (nil: the pool's own). It is not part of the fingerprint: Acquire
+	// prefers a connection already logged in as it and switches another
+	// one otherwise.
+	Account *Account
+
 	// Owner identifies the session holding this state (0: none). It is not
 	// part of the state: Acquire uses it to give a session the connection it
 	// used last when that one is free.

@@ -9,24 +9,28 @@ import (
 
 // counters are the pool's event counts, updated without the pool lock.
 type counters struct {
-	acquires       atomic.Uint64
-	waits          atomic.Uint64
-	timeouts       atomic.Uint64
-	waitNanos      atomic.Int64
-	dials          atomic.Uint64
-	dialErrors     atomic.Uint64
-	resets         atomic.Uint64
-	replaced       atomic.Uint64
-	schemaClears   atomic.Uint64
-	broken         atomic.Uint64
-	expired        atomic.Uint64
-	retired        atomic.Uint64
-	healthChecks   atomic.Uint64
-	healthFailures atomic.Uint64
-	kills          atomic.Uint64
-	prepares       atomic.Uint64
-	evictions      atomic.Uint64
-	preparedOpen   atomic.Int64
+	acquires atomic.Uint64
+	// accountSwitches counts COM_CHANGE_USERs that took a connection to
+	// another session's account.
+	accountSwitches atomic.Uint64
+	refusals        atomic.Uint64 // of those, refused by the server
+	waits           atomic.Uint64
+	timeouts        atomic.Uint64
+	waitNanos       atomic.Int64
+	dials           atomic.Uint64
+	dialErrors      atomic.Uint64
+	resets          atomic.Uint64
+	replaced        atomic.Uint64
+	schemaClears    atomic.Uint64
+	broken          atomic.Uint64
+	expired         atomic.Uint64
+	retired         atomic.Uint64
+	healthChecks    atomic.Uint64
+	healthFailures  atomic.Uint64
+	kills           atomic.Uint64
+	prepares        atomic.Uint64
+	evictions       atomic.Uint64
+	preparedOpen    atomic.Int64
 }
 
 // Stats is a snapshot of a pool, the list database/sql's DBStats keeps plus
@@ -54,6 +58,8 @@ type Stats struct {
 	HealthChecks    uint64
 	HealthFailures  uint64
 	Kills           uint64 // KILL statements sent on the control connection
+	AccountSwitches uint64 // COM_CHANGE_USER to another session's account
+	AccountRefusals uint64 // of those, refused by the server (wrong password, no such account)
 
 	// AcquireWait is the distribution of the time Acquire calls spent
 	// queued for a connection: every finished call is observed once,
@@ -107,6 +113,8 @@ func (p *Pool) Stats() Stats {
 	s.HealthChecks = p.stats.healthChecks.Load()
 	s.HealthFailures = p.stats.healthFailures.Load()
 	s.Kills = p.stats.kills.Load()
+	s.AccountSwitches = p.stats.accountSwitches.Load()
+	s.AccountRefusals = p.stats.refusals.Load()
 	s.PreparedOpen = p.stats.preparedOpen.Load()
 	s.PreparedLimit = p.preparedLimit()
 	s.Prepares = p.stats.prepares.Load()

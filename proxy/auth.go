@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tpproxy/tpproxy/pool"
 )
 
 // Auth plugin names.
@@ -27,6 +29,45 @@ type User struct {
 	Plain string
 	// NativeHash is SHA1(SHA1(password)), nil for an empty password.
 	NativeHash []byte
+	// BackendUser is the server account the user's statements run as with
+	// IdentityPassthrough; "" means the server account of the same name.
+	BackendUser string
+	// BackendPassword is that account's password in clear; "" means the
+	// user's own password (the proxy learns it at the user's first
+	// mysql_native_password or caching_sha2_password login when only its
+	// hash is configured).
+	BackendPassword string
+}
+
+// Identity says which server account a session's statements run as.
+type Identity int
+
+const (
+	// IdentityPassthrough: each user's own server account (User.BackendUser
+	// or the same name); backend connections are switched to it with
+	// COM_CHANGE_USER and shared only between sessions of that account.
+	IdentityPassthrough Identity = iota
+	// IdentityService: every session runs as the pool's account
+	// (backend.user). Every client has that account's privileges.
+	IdentityService
+)
+
+func (i Identity) String() string {
+	if i == IdentityService {
+		return "service"
+	}
+	return "passthrough"
+}
+
+// ParseIdentity reads "passthrough" or "service" ("" is passthrough).
+func ParseIdentity(s string) (Identity, error) {
+	switch s {
+	case "", "passthrough":
+		return IdentityPassthrough, nil
+	case "service":
+		return IdentityService, nil
+	}
+	return 0, fmt.Errorf("identity %q: want passthrough or service", s)
 }
 
 // account is a configured user with the caching_sha2_password hash learnt
@@ -38,6 +79,22 @@ type account struct {
 	// sha2 holds SHA256(SHA256(password)) once known; it lets
 	// caching_sha2_password clients take the fast path.
 	sha2 atomic.Pointer[[32]byte]
+	// backend is the server account sessions of this user run as with
+	// IdentityPassthrough; nil with IdentityService, and until the first
+	// login when only the hash of the user's own password is configured
+	// (backendUser then names the account).
+	backend     atomic.Pointer[pool.Account]
+	backendUser string
+	passthrough bool
+}
+
+// learn records SHA1(password), found at a successful login, as the
+// backend account's credential when the configuration left it to the
+// user's own password and gave only its hash.
+func (a *account) learn(stage1 []byte) {
+	if a.passthrough && a.backend.Load() == nil {
+		a.backend.Store(&pool.Account{User: a.backendUser, Stage1: append([]byte(nil), stage1...)})
+	}
 }
 
 // userStore answers "who may log in"; it is replaced whole on reload.
@@ -45,7 +102,7 @@ type userStore struct {
 	accounts map[string]*account
 }
 
-func newUserStore(users []User) *userStore {
+func newUserStore(users []User, id Identity) *userStore {
 	s := &userStore{accounts: make(map[string]*account, len(users))}
 	for _, u := range users {
 		a := &account{name: u.Name, stage2: u.NativeHash, empty: len(u.NativeHash) == 0 && u.Plain == ""}
@@ -53,6 +110,19 @@ func newUserStore(users []User) *userStore {
 			a.stage2 = nativeStage2([]byte(u.Plain))
 			h := sha2Double([]byte(u.Plain))
 			a.sha2.Store(&h)
+		}
+		if id == IdentityPassthrough {
+			a.passthrough = true
+			a.backendUser = u.Name
+			if u.BackendUser != "" {
+				a.backendUser = u.BackendUser
+			}
+			switch {
+			case u.BackendPassword != "":
+				a.backend.Store(&pool.Account{User: a.backendUser, Stage1: pool.NativeStage1(u.BackendPassword)})
+			case u.Plain != "" || a.empty:
+				a.backend.Store(&pool.Account{User: a.backendUser, Stage1: pool.NativeStage1(u.Plain)})
+			}
 		}
 		s.accounts[u.Name] = a
 	}
@@ -95,7 +165,11 @@ func (a *account) checkNative(salt, resp []byte) bool {
 		x[i] ^= resp[i]
 	}
 	got := sha1.Sum(x)
-	return subtle.ConstantTimeCompare(got[:], a.stage2) == 1
+	if subtle.ConstantTimeCompare(got[:], a.stage2) != 1 {
+		return false
+	}
+	a.learn(x)
+	return true
 }
 
 // checkSHA2Fast verifies a caching_sha2_password scramble against the
@@ -131,6 +205,8 @@ func (a *account) checkPlain(pw []byte) bool {
 	}
 	h := sha2Double(pw)
 	a.sha2.Store(&h)
+	s1 := sha1.Sum(pw)
+	a.learn(s1[:])
 	return true
 }
 

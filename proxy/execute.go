@@ -232,8 +232,11 @@ func (s *Session) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sql
 		// What the catalog reads opens information_schema tables, which
 		// empties the diagnostics area: a pinned session's connection may
 		// hold the session's own, so it reads on the control connection.
+		// So does a session of another server account than the pool's
+		// (backend.identity passthrough): the catalog is shared, and what
+		// information_schema shows depends on the account's privileges.
 		var qr catalog.Querier = c
-		if s.pinned != nil {
+		if s.pinned != nil || !s.pool.IsOwn(s.state.Account) {
 			qr = poolControl{s.pool}
 		}
 		if s.catSchema.Name() != s.state.Schema {

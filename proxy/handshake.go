@@ -223,7 +223,17 @@ func (s *Session) authenticate(plugin string, auth []byte) bool {
 		auth, err = s.authSwitch(pluginNative)
 		ok = err == nil && acct.checkNative(s.salt[:], auth)
 	}
+	if ok && known && acct.passthrough && acct.backend.Load() == nil {
+		// Only the hash is configured and the login did not reveal what
+		// the server account needs (cannot happen with the plugins above;
+		// kept so that a session never runs as the wrong account).
+		s.srv.stats.authFailures.Add(1)
+		_ = s.writeErr(&mysqlwire.Error{Code: erAccessDenied, State: "28000",
+			Message: fmt.Sprintf("tpproxy: no credentials for the server account of user '%s': configure its password in clear or as backend_password", s.user)})
+		return false
+	}
 	if ok && known {
+		s.state.Account = acct.backend.Load()
 		return true
 	}
 	s.srv.stats.authFailures.Add(1)

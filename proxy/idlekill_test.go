@@ -8,6 +8,7 @@ import (
 
 	"github.com/tpproxy/tpproxy/internal/proxytest"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy"
 )
 
 // TestIdleConnectionsKilledByTheServer: the pool hands out a connection
@@ -34,6 +35,9 @@ func TestIdleConnectionsKilledByTheServer(t *testing.T) {
 	t.Cleanup(func() { _, _ = root.ExecContext(context.Background(), "DROP USER IF EXISTS "+account) })
 	px := env.StartProxy(t, func(o *proxytest.Options) {
 		o.Pool.User, o.Pool.Password = account, "pw"
+		// The clients' statements run as the pool's account, whose
+		// connections the test kills.
+		o.Proxy.Identity = proxy.IdentityService
 		o.Pool.Size = 2
 		o.Pool.HealthInterval = time.Hour // the health checker must not find them first
 	})

@@ -30,7 +30,7 @@ func (s *Session) beginExec(c *pool.Conn, cmd byte, q []byte) {
 	s.cur = c
 	s.curSince = time.Now()
 	s.curCmd = cmd
-	s.curInfoLen = copy(s.curInfo[:], q)
+	s.curInfoLen = uint8(copy(s.curInfo[:], q))
 	s.mu.Unlock()
 }
 

@@ -64,6 +64,9 @@ func (s *Session) info() SessionInfo {
 // infoLen is how much of a statement's text the processlist shows.
 const infoLen = 100
 
+// Session.curInfoLen is a uint8: infoLen must fit it.
+const _ = uint8(infoLen)
+
 // commandName names a command as SHOW PROCESSLIST does.
 func commandName(cmd byte) string {
 	switch cmd {

@@ -45,6 +45,9 @@ type Config struct {
 	LoadDataLocal bool
 	// Users may log in.
 	Users []User
+	// Identity says which server account sessions run as (default
+	// IdentityPassthrough: each user's own).
+	Identity Identity
 	// TLS, when set, lets clients switch to TLS.
 	TLS *tls.Config
 	// SlowQueue is the queue wait from which a statement is logged as a
@@ -178,7 +181,7 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 		srv.maxPacket.Store(defaultMaxPacket)
 		srv.learnMaxPacket()
 	}
-	srv.users.Store(newUserStore(cfg.Users))
+	srv.users.Store(newUserStore(cfg.Users, cfg.Identity))
 	ctx, cancel := context.WithCancel(context.Background())
 	srv.stopReaper = cancel
 	go srv.reaper(ctx)
@@ -187,7 +190,7 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 
 // SetUsers replaces the accounts that may log in; sessions already logged
 // in are not affected.
-func (srv *Server) SetUsers(users []User) { srv.users.Store(newUserStore(users)) }
+func (srv *Server) SetUsers(users []User) { srv.users.Store(newUserStore(users, srv.cfg.Identity)) }
 
 // extraPort is a second client port (thread_pool.extra_port): its
 // sessions bypass admission and use a few reserved backend connections,

@@ -162,7 +162,7 @@ type Session struct {
 	curSince   time.Time
 	curCmd     byte          // its command
 	curInfo    [infoLen]byte // the start of its SQL text, for the processlist
-	curInfoLen int
+	curInfoLen uint8         // ≤ infoLen
 	watchDone  chan struct{} // non-nil while a watcher goroutine runs
 	noWatch    bool          // the session goroutine reads from the client mid-statement
 	killed     bool          // KILL CONNECTION: end after the current statement
@@ -414,6 +414,7 @@ func (s *Session) closeConn() {
 // client's capabilities.
 func (s *Session) initState(db string) {
 	s.state = pool.State{
+		Account:            s.state.Account, // set by authenticate
 		Owner:              s.srv.nextOwner.Add(1),
 		Schema:             db,
 		Vars:               pool.CharsetVars(s.collation.charset, s.collation.name),

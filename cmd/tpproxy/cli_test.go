@@ -41,7 +41,7 @@ func TestCommands(t *testing.T) {
 				"config OK: testdata/good.yaml",
 				"  listen:  127.0.0.1:7033",
 				"  backend: db.internal:3306 (pool_size 8)",
-				"  users:   2",
+				"  users:   2 (identity passthrough)",
 			},
 		},
 		{
@@ -49,7 +49,7 @@ func TestCommands(t *testing.T) {
 			env:        []string{"TPPROXY_BACKEND_ADDR=env:3306", "TPPROXY_BACKEND_POOL_SIZE=32"},
 			args:       []string{"check-config", "--config=testdata/good.yaml", "--pool-size", "64", "--listen", ":0"},
 			wantCode:   0,
-			wantStdout: []string{"config OK: testdata/good.yaml", "  listen:  :0", "  backend: env:3306 (pool_size 64)", "  users:   2"},
+			wantStdout: []string{"config OK: testdata/good.yaml", "  listen:  :0", "  backend: env:3306 (pool_size 64)", "  users:   2 (identity passthrough)"},
 		},
 		{
 			name:     "check-config lists every problem",

@@ -252,6 +252,10 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 	if err != nil {
 		return proxy.Config{}, err
 	}
+	identity, err := proxy.ParseIdentity(cfg.Backend.Identity)
+	if err != nil {
+		return proxy.Config{}, err
+	}
 	users, err := proxyUsers(cfg)
 	if err != nil {
 		return proxy.Config{}, err
@@ -263,6 +267,7 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 		AuthPlugin:           string(cfg.AuthPlugin),
 		LoadDataLocal:        cfg.LoadDataLocal,
 		Users:                users,
+		Identity:             identity,
 		TLS:                  tlsConf,
 		SlowQueue:            cfg.Log.SlowQueue,
 		CatalogTTL:           catalogTTL(cfg.CatalogTTL),
@@ -288,7 +293,8 @@ func proxyUsers(cfg *config.Config) ([]proxy.User, error) {
 			return nil, err
 		}
 		plain, _ := u.Plain()
-		users = append(users, proxy.User{Name: u.User, Plain: plain, NativeHash: h})
+		users = append(users, proxy.User{Name: u.User, Plain: plain, NativeHash: h,
+			BackendUser: u.BackendUser, BackendPassword: u.BackendPassword})
 	}
 	return users, nil
 }

@@ -202,6 +202,12 @@ func TestCachingSHA2Password(t *testing.T) {
 	// Users configured by hash only: the proxy learns their SHA-2 hash on
 	// the first full authentication and takes the fast path afterwards.
 	hashed := []string{"rsa_raw", "tls_raw", "tls_gosql", "rsa_gosql", "rsa_gomysql"}
+	// Their server accounts (backend.identity passthrough): the proxy logs
+	// in to them with what it learns at each user's first login.
+	for _, u := range hashed {
+		serverExec(t, "CREATE USER IF NOT EXISTS '"+u+"'@'%' IDENTIFIED BY '"+u+"-pw'",
+			"GRANT ALL ON "+proxytest.DB+".* TO '"+u+"'@'%'")
+	}
 	px := env.StartProxy(t, func(o *proxytest.Options) {
 		o.Proxy.AuthPlugin = "caching_sha2_password"
 		o.Proxy.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}

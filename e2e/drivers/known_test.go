@@ -17,11 +17,6 @@ var knownProxy = map[string]string{
 	// CLIENT_IGNORE_SPACE from the handshake is not applied to the session.
 	// Warnings of a server-side prepared statement.
 
-	// The backend account shows through (README "Users and the backend account").
-	"node/change_user":    "after changeUser to drv_other: CURRENT_USER() direct 'drv_other@%', proxy 'app@%'; USER() direct drv_other@..., proxy app@... (DATABASE() and the reset @v agree)",
-	"mysqli/change_user":  "after change_user to drv_other: CURRENT_USER() direct 'drv_other@%', proxy 'app@%'; USER() direct drv_other@..., proxy app@...",
-	"mysqldb/change_user": "after change_user to drv_other: CURRENT_USER() direct 'drv_other@%', proxy 'app@%'; USER() direct drv_other@..., proxy app@...",
-
 	// 12 autocommit=0 sessions on a pool of 8: the first 8 pin every backend.
 
 	// FOUND_ROWS() is always 1 through the proxy.

@@ -162,6 +162,11 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	db := d.open(t)
 	stop := load(t, db, 8)
 
+	// The server account ops runs as (backend.identity passthrough).
+	if err := env.Server.Exec(ctxT(t, time.Minute), "CREATE USER IF NOT EXISTS 'ops'@'%' IDENTIFIED BY 'opspw'",
+		"GRANT ALL ON "+proxytest.DB+".* TO 'ops'@'%'"); err != nil {
+		t.Fatal(err)
+	}
 	// A new account cannot log in before the reload.
 	opsDSN := strings.Replace(d.dsn(), proxytest.User+":"+proxytest.Password+"@", "ops:opspw@", 1)
 	ops, err := sql.Open("mysql", opsDSN)

@@ -105,6 +105,13 @@ func waitSleeping(t *testing.T, px *proxytest.Proxy, root *sql.DB, id uint32) {
 // leaves nothing running, and respects ownership.
 func TestKill(t *testing.T) {
 	root := env.Root(t)
+	// tpp_other's server account (backend.identity passthrough).
+	for _, q := range []string{"CREATE USER IF NOT EXISTS 'tpp_other'@'%' IDENTIFIED BY 'other-secret'",
+		"GRANT ALL ON " + proxytest.DB + ".* TO 'tpp_other'@'%'"} {
+		if _, err := root.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
 	px := env.StartProxy(t, func(o *proxytest.Options) {
 		o.Pool.Size = 3
 		o.Proxy.Users = append(o.Proxy.Users, proxy.User{Name: "tpp_other", Plain: "other-secret"})

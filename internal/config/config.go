@@ -155,14 +155,36 @@ type User struct {
 	// password sent over TLS or RSA-encrypted, checked against the hash)
 	// until the proxy has cached what the fast path needs.
 	Password string `mapstructure:"password"`
+	// BackendUser is the server account this user's statements run as
+	// with backend.identity passthrough; empty: the account of the same
+	// name. Not allowed with identity service.
+	BackendUser string `mapstructure:"backend_user"`
+	// BackendPassword is that account's password, in clear (the proxy logs
+	// in with it). Empty: the user's own password — which, when given as a
+	// hash, the proxy learns from the user's first login.
+	BackendPassword string `mapstructure:"backend_password"`
 }
+
+// Identity modes (backend.identity).
+const (
+	IdentityPassthrough = "passthrough"
+	IdentityService     = "service"
+)
 
 // Backend describes the server behind the proxy and the fixed pool of
 // connections to it.
 type Backend struct {
 	// Addr is the server's host:port, or the path of its unix socket (starting with /).
 	Addr string `mapstructure:"addr"`
-	// User is the service account used for all backend connections.
+	// Identity says which server account clients' statements run as:
+	// passthrough (default) — each user's own (users[].backend_user or the
+	// same name), so every client keeps its privileges; service — User's,
+	// for every client.
+	Identity string `mapstructure:"identity"`
+	// User is the proxy's own account: it dials every backend connection
+	// (which passthrough then logs in as a session's account), runs KILL
+	// and reads the server's globals; with identity service, every
+	// statement runs as it.
 	User string `mapstructure:"user"`
 	// Password is the service account's plain password. It has no default
 	// value: a built-in credential would only hide a missing setting.
@@ -240,6 +262,7 @@ func Default() Config {
 		LoadDataLocal:        false,
 		Backend: Backend{
 			Addr:           "127.0.0.1:3306",
+			Identity:       IdentityPassthrough,
 			User:           "app",
 			Password:       "",
 			PoolSize:       16,

@@ -131,6 +131,19 @@ func TestValidateMessages(t *testing.T) {
 			"backend.addr", `backend.addr: "db" is not host:port`},
 		{"backend.addr port 0", func(c *config.Config) { c.Backend.Addr = "db:0" },
 			"backend.addr", `backend.addr: "db:0" has an invalid port (want a number 1..65535)`},
+		{"backend.identity", func(c *config.Config) { c.Backend.Identity = "proxy" },
+			"backend.identity", `backend.identity: must be passthrough or service, got "proxy"`},
+		{"backend_user with service", func(c *config.Config) {
+			c.Backend.Identity = config.IdentityService
+			c.Users[0].BackendUser = "ro"
+		}, "users[0].backend_user", `users[0].backend_user: has no effect with backend.identity service (every user runs as backend.user)`},
+		{"backend_password with service", func(c *config.Config) {
+			c.Backend.Identity = config.IdentityService
+			c.Users[0].BackendPassword = "pw"
+		}, "users[0].backend_password", `users[0].backend_password: has no effect with backend.identity service (every user runs as backend.user)`},
+		{"backend_password hash", func(c *config.Config) {
+			c.Users[0].BackendPassword = "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7"
+		}, "users[0].backend_password", `users[0].backend_password: must be the server account's password in clear, not its hash: the proxy logs in with it`},
 		{"backend.user", func(c *config.Config) { c.Backend.User = "" },
 			"backend.user", `backend.user: must not be empty`},
 		{"pool_size 0", func(c *config.Config) { c.Backend.PoolSize = 0 },

@@ -33,7 +33,7 @@ func (c *Config) Validate() error {
 	default:
 		v.addf("auth_plugin", "must be %s or %s, got %q", AuthNativePassword, AuthCachingSHA2Password, c.AuthPlugin)
 	}
-	v.users(c.Users)
+	v.users(c.Users, c.Backend.Identity)
 	v.backend(&c.Backend)
 	v.threadPool(&c.ThreadPool)
 	v.admin(&c.Admin)
@@ -159,7 +159,7 @@ func (v *validator) positive(key string, d time.Duration) {
 	}
 }
 
-func (v *validator) users(users []User) {
+func (v *validator) users(users []User, identity string) {
 	if len(users) == 0 {
 		v.add(fieldErr("users", ErrNoUsers))
 		return
@@ -178,6 +178,17 @@ func (v *validator) users(users []User) {
 		if _, err := u.NativeHash(); err != nil {
 			v.add(fieldErr(key+".password", err))
 		}
+		if identity == IdentityService {
+			if u.BackendUser != "" {
+				v.addf(key+".backend_user", "has no effect with backend.identity service (every user runs as backend.user)")
+			}
+			if u.BackendPassword != "" {
+				v.addf(key+".backend_password", "has no effect with backend.identity service (every user runs as backend.user)")
+			}
+		}
+		if strings.HasPrefix(u.BackendPassword, "*") && len(u.BackendPassword) == nativeHashLen {
+			v.addf(key+".backend_password", "must be the server account's password in clear, not its hash: the proxy logs in with it")
+		}
 	}
 }
 
@@ -186,6 +197,11 @@ func (v *validator) backend(b *Backend) {
 		// A unix socket path: the usual way to a server on the same host.
 	} else {
 		v.addr("backend.addr", b.Addr, 1)
+	}
+	switch b.Identity {
+	case IdentityPassthrough, IdentityService:
+	default:
+		v.addf("backend.identity", "must be passthrough or service, got %q", b.Identity)
 	}
 	if b.User == "" {
 		v.addf("backend.user", "must not be empty")

@@ -31,9 +31,12 @@ type HTTPConfig struct {
 	Collectors []prometheus.Collector
 	// Logger receives HTTP server errors. Default slog.Default().
 	Logger *slog.Logger
+	// Pprof also serves /debug/pprof/ on this endpoint (off by default:
+	// scrapers are often exposed, profiles should not be).
+	Pprof bool
 }
 
-// HTTP serves /metrics, /healthz, /readyz and /debug/pprof/.
+// HTTP serves /metrics, /healthz, /readyz and, when asked, /debug/pprof/.
 type HTTP struct {
 	srv   *http.Server
 	front *proxy.Server
@@ -82,12 +85,9 @@ func NewHTTP(cfg HTTPConfig, front *proxy.Server, sched *scheduler.Scheduler, p 
 		_, _ = fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", h.serveReady)
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	if cfg.Pprof {
+		addPprof(mux)
+	}
 	h.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -131,3 +131,21 @@ func (h *HTTP) Serve(ln net.Listener) error {
 // Shutdown stops the endpoint, letting requests in progress finish until
 // ctx ends.
 func (h *HTTP) Shutdown(ctx context.Context) error { return h.srv.Shutdown(ctx) }
+
+func addPprof(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+}
+
+// NewPprofServer is an HTTP server of /debug/pprof/ alone, for a listener
+// of its own (admin.pprof_listen).
+func NewPprofServer(log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	addPprof(mux)
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+}

@@ -28,6 +28,7 @@ var (
 	descClientConns     = desc("client_connections", "Client sessions connected now, by port (main, extra).", "port")
 	descClientAccepted  = desc("client_connections_accepted_total", "Client connections accepted.")
 	descClientRejected  = desc("client_connections_rejected_total", "Client connections turned away, by reason.", "reason")
+	descHostsBlocked    = desc("client_hosts_blocked", "Client addresses blocked after max_connect_errors failed logins (until FLUSH HOSTS).")
 	descSessionsPinned  = desc("sessions_pinned", "Sessions pinned to a backend connection now, by reason (a session may count under several).", "reason")
 	descSessionPins     = desc("session_pins_total", "Times a reason started pinning a session.", "reason")
 	descStatements      = desc("statements_total", "Client commands answered, by command and outcome (ok, error).", "command", "outcome")
@@ -89,7 +90,7 @@ type collector struct {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		descClientConns, descClientAccepted, descClientRejected, descSessionsPinned, descSessionPins,
+		descClientConns, descClientAccepted, descClientRejected, descHostsBlocked, descSessionsPinned, descSessionPins,
 		descStatements, descStmtDuration, descQueueWait, descSlowQueue, descBytesIn, descBytesOut,
 		descPoolGroups, descPoolActive, descPoolMaxThreads, descGroupQueue, descGroupActive,
 		descGroupStalled, descGroupCapacity, descGroupWaiting, descGroupAdmissions, descGroupQueued,
@@ -123,6 +124,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(ch, descClientConns, float64(m.Sessions), "main")
 	gauge(ch, descClientConns, float64(m.ExtraSessions), "extra")
 	counter(ch, descClientAccepted, st.Accepted)
+	gauge(ch, descHostsBlocked, float64(m.BlockedHosts))
 	for i, n := range m.Rejected {
 		counter(ch, descClientRejected, n, proxy.RejectReason(i).String())
 	}

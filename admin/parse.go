@@ -93,6 +93,10 @@ var noLimit = limit{count: -1}
 // flushStats is FLUSH THREAD_POOL_STATS.
 type flushStats struct{}
 
+// flushHosts is FLUSH HOSTS: unblock the client addresses
+// max_connect_errors blocked.
+type flushHosts struct{}
+
 // kill is KILL [CONNECTION|QUERY] id.
 type kill struct {
 	query bool
@@ -106,6 +110,7 @@ func (selectVars) stmt()      {}
 func (setStmt) stmt()         {}
 func (selectTable) stmt()     {}
 func (flushStats) stmt()      {}
+func (flushHosts) stmt()      {}
 func (kill) stmt()            {}
 
 // parser reads one statement from its tokens.
@@ -137,10 +142,14 @@ func parse(q string) (statement, error) {
 	case t.isWord("select"):
 		st, err = p.selectStmt()
 	case t.isWord("flush"):
-		if !p.word("thread_pool_stats") {
+		switch {
+		case p.word("thread_pool_stats"):
+			st = flushStats{}
+		case p.word("hosts"):
+			st = flushHosts{}
+		default:
 			return nil, unsupported()
 		}
-		st = flushStats{}
 	case t.isWord("kill"):
 		st, err = p.kill()
 	default:

@@ -29,6 +29,8 @@ func TestParse(t *testing.T) {
 		{"show full processlist;;", showProcesslist{full: true}},
 		{"FLUSH THREAD_POOL_STATS", flushStats{}},
 		{"/* hint */ flush thread_pool_stats -- done", flushStats{}},
+		{"FLUSH HOSTS", flushHosts{}},
+		{"flush hosts;", flushHosts{}},
 		{"KILL 12", kill{id: "12"}},
 		{"kill connection 12", kill{id: "12"}},
 		{"KILL QUERY 99999999999", kill{query: true, id: "99999999999"}},

@@ -158,6 +158,10 @@ func (a *Server) run(st statement) (*mysql.Result, error) {
 		a.sched.FlushStats()
 		a.log.Info("admin: thread pool stats flushed")
 		return okResult(), nil
+	case flushHosts:
+		n := a.front.FlushHosts()
+		a.log.Info("admin: client hosts unblocked", "blocked", n)
+		return okResult(), nil
 	case kill:
 		return okResult(), a.kill(st)
 	}

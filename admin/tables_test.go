@@ -167,6 +167,12 @@ func TestQueuesStatsFlush(t *testing.T) {
 		t.Errorf("THREAD_POOL_WAITS %v", w)
 	}
 
+	// The pool by account: every connection is the pool's own account's here.
+	pools := mustQuery(t, adm, "SELECT ACCOUNT, CONNECTIONS, IDLE, IN_USE, WAITING FROM information_schema.TPPROXY_POOLS")
+	if len(pools.rows) != 1 || pools.rows[0][0] == "" || pools.rows[0][1] == "0" {
+		t.Errorf("TPPROXY_POOLS %v", pools.rows)
+	}
+
 	mustExec(t, adm, "flush thread_pool_stats;")
 	s = mustQuery(t, adm, "SELECT * FROM information_schema.THREAD_POOL_STATS")
 	for i, c := range s.cols[1:] {

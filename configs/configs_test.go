@@ -1085,7 +1085,10 @@ func interpolateNode(n *yaml.Node) error {
 	return nil
 }
 
-// interpolate expands compose variables with no variable set: $$ is $,
+// composeGiven are the variables README's compose command sets.
+var composeGiven = map[string]string{"TPPROXY_ADMIN_PASSWORD": "pick-one"}
+
+// interpolate expands compose variables with only composeGiven set: $$ is $,
 // ${V:-d} and ${V-d} are d, ${V:?e} and ${V?e} are errors, ${V:+a},
 // ${V+a}, ${V} and $V are empty.
 func interpolate(s string) (string, error) {
@@ -1113,6 +1116,13 @@ func interpolate(s string) (string, error) {
 			}
 			op := body[nameEnd:]
 			op = strings.TrimPrefix(op, ":")
+			if v, ok := composeGiven[body[:nameEnd]]; ok {
+				if op[0] == '+' {
+					v = op[1:]
+				}
+				b.WriteString(v)
+				continue
+			}
 			switch op[0] {
 			case '-':
 				b.WriteString(op[1:])
@@ -1132,13 +1142,14 @@ func interpolate(s string) (string, error) {
 
 func TestInterpolate(t *testing.T) {
 	for in, want := range map[string]string{
-		"${A:-rootpw}": "rootpw",
-		"x${A-d}y":     "xdy",
-		"${A}":         "",
-		"$A/b":         "/b",
-		"-p$$PW":       "-p$PW",
-		"${A:+alt}":    "",
-		"plain":        "plain",
+		"${A:-rootpw}":                      "rootpw",
+		"x${A-d}y":                          "xdy",
+		"${A}":                              "",
+		"$A/b":                              "/b",
+		"-p$$PW":                            "-p$PW",
+		"${A:+alt}":                         "",
+		"plain":                             "plain",
+		"${TPPROXY_ADMIN_PASSWORD:?set it}": "pick-one",
 	} {
 		if got, err := interpolate(in); err != nil || got != want {
 			t.Errorf("interpolate(%q) = %q, %v; want %q", in, got, err, want)

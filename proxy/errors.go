@@ -31,6 +31,8 @@ const (
 	erConCount          = 1040
 	erServerShutdown    = 1053
 	erAccessDenied      = 1045
+	erHostIsBlocked     = 1129
+	erInsecureTransport = 3159 // ER_SECURE_TRANSPORT_REQUIRED (MySQL)
 	erHandshake         = 1043
 	erUnknownCom        = 1047
 	erNetPacketTooLarge = 1153

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
@@ -97,6 +98,14 @@ func (s *Session) handshake(ctx context.Context) error {
 		_ = s.writeErr(&mysqlwire.Error{Code: erHandshake, State: "08S01", Message: "Bad handshake"})
 		return err
 	}
+	if s.srv.cfg.RequireSecureTransport && !s.tls && s.nc.LocalAddr().Network() != "unix" {
+		s.user = resp.user
+		s.srv.stats.authFailures.Add(1)
+		s.srv.hosts.fail(s.remoteHost())
+		s.logger().Info("login refused: require_secure_transport and the client did not use TLS")
+		_ = s.writeErr(s.insecureTransport(resp.auth))
+		return errAuth
+	}
 	s.caps = resp.caps & caps
 	s.extCaps = resp.extCaps & s.extOffered
 	s.w.ExtMetadata = s.extCaps&pool.ExtMetadata != 0
@@ -168,6 +177,21 @@ func (s *Session) writeGreeting(caps uint32) error {
 	return w.Flush()
 }
 
+// insecureTransport is what the server answers a login without TLS while
+// require_secure_transport is on: MySQL's ERR 3159, MariaDB's 1045.
+func (s *Session) insecureTransport(auth []byte) *mysqlwire.Error {
+	if strings.Contains(s.pool.ServerVersion(), "MariaDB") {
+		using := "YES"
+		if isEmptyAuth(auth) {
+			using = "NO"
+		}
+		return &mysqlwire.Error{Code: erAccessDenied, State: "28000",
+			Message: fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", s.user, s.remoteHost(), using)}
+	}
+	return &mysqlwire.Error{Code: erInsecureTransport, State: "HY000",
+		Message: "Connections using insecure transport are prohibited while --require_secure_transport=ON."}
+}
+
 // startTLS switches the client connection to TLS after an SSLRequest.
 func (s *Session) startTLS() error {
 	if s.srv.cfg.TLS == nil {
@@ -234,9 +258,11 @@ func (s *Session) authenticate(plugin string, auth []byte) bool {
 	}
 	if ok && known {
 		s.state.Account = acct.backend.Load()
+		s.srv.hosts.ok(s.remoteHost())
 		return true
 	}
 	s.srv.stats.authFailures.Add(1)
+	s.srv.hosts.fail(s.remoteHost())
 	using := "YES"
 	if isEmptyAuth(auth) {
 		using = "NO"

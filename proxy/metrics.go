@@ -47,10 +47,11 @@ const (
 	RejectAuthFailed                          // wrong user or password (ERR 1045)
 	RejectHandshakeFailed                     // a broken or abandoned handshake
 	RejectShuttingDown                        // the proxy is shutting down (ERR 1053)
+	RejectHostBlocked                         // the client address reached max_connect_errors (ERR 1129)
 	rejectReasons
 )
 
-var rejectNames = [rejectReasons]string{"max_connections", "extra_port_full", "auth_failed", "handshake_failed", "shutting_down"}
+var rejectNames = [rejectReasons]string{"max_connections", "extra_port_full", "auth_failed", "handshake_failed", "shutting_down", "host_blocked"}
 
 // String is the reason's metric label.
 func (r RejectReason) String() string { return rejectNames[r] }
@@ -61,6 +62,8 @@ type Metrics struct {
 	Sessions, ExtraSessions int
 	// Rejected counts turned-away connections by RejectReason.
 	Rejected [rejectReasons]uint64
+	// BlockedHosts counts the client addresses max_connect_errors blocks now.
+	BlockedHosts int
 	// PinnedBy counts sessions pinned now by reason name; a session
 	// pinned for two reasons counts under both. PinsBy counts the times
 	// a reason started pinning a session.
@@ -134,6 +137,7 @@ func (srv *Server) Metrics() Metrics {
 		m.Rejected[i] = srv.metrics.rejected[i].Load()
 	}
 	m.Rejected[RejectAuthFailed] = srv.stats.authFailures.Load()
+	m.BlockedHosts = srv.hosts.blockedHosts()
 	for i, name := range commandNames {
 		ok, bad := srv.metrics.commands[i][0].Load(), srv.metrics.commands[i][1].Load()
 		if ok+bad > 0 {

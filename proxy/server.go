@@ -48,6 +48,14 @@ type Config struct {
 	// Identity says which server account sessions run as (default
 	// IdentityPassthrough: each user's own).
 	Identity Identity
+	// RequireSecureTransport refuses clients that do not switch to TLS
+	// (unix socket clients excepted), as the server's
+	// require_secure_transport does.
+	RequireSecureTransport bool
+	// MaxConnectErrors is how many failed logins a client address may
+	// have since its last successful one before its connections get ERR
+	// 1129 until FLUSH HOSTS; 0 turns the limit off.
+	MaxConnectErrors int
 	// TLS, when set, lets clients switch to TLS.
 	TLS *tls.Config
 	// SlowQueue is the queue wait from which a statement is logged as a
@@ -131,6 +139,8 @@ type Server struct {
 	ddlGen atomic.Uint64
 	// catalog knows the schema objects that may leave session state.
 	catalog *catalog.Catalog
+	// hosts counts failed logins by client address (max_connect_errors).
+	hosts *hostGuard
 
 	// mu guards sessions and listeners.
 	mu        sync.Mutex
@@ -182,6 +192,7 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 		srv.learnMaxPacket()
 	}
 	srv.users.Store(newUserStore(cfg.Users, cfg.Identity))
+	srv.hosts = newHostGuard(cfg.MaxConnectErrors)
 	ctx, cancel := context.WithCancel(context.Background())
 	srv.stopReaper = cancel
 	go srv.reaper(ctx)
@@ -238,6 +249,12 @@ func (srv *Server) serveConn(ctx context.Context, nc net.Conn, extra *extraPort)
 	}
 	nc = &countingConn{Conn: netx.Direct(nc), in: &srv.metrics.bytesIn, out: &srv.metrics.bytesOut}
 	s := newSession(srv, nc, extra)
+	if srv.hosts.blocked(s.remoteHost()) {
+		srv.metrics.rejected[RejectHostBlocked].Add(1)
+		srv.wg.Done()
+		s.reject(errHostBlocked(s.remoteHost()))
+		return
+	}
 	if reason, ok := srv.register(s); !ok {
 		srv.metrics.rejected[reason].Add(1)
 		defer srv.wg.Done()

@@ -33,7 +33,7 @@ var dynamicKeys = []string{
 	"thread_pool.queue_timeout",
 	"backend.pool_size", "backend.acquire_timeout", "backend.connect_timeout", "backend.health_interval",
 	"backend.max_lifetime",
-	"users", "log.level", "log.slow_queue", "max_client_connections", "shutdown_timeout",
+	"users", "log.level", "log.slow_queue", "max_client_connections", "max_connect_errors", "shutdown_timeout",
 }
 
 // configChange is what a reload found different, by key.
@@ -244,6 +244,7 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 	r.level.Set(slogLevel(next.Log.Level))
 	r.front.SetSlowQueue(next.Log.SlowQueue)
 	r.front.SetMaxClientConnections(next.MaxClientConnections)
+	r.front.SetMaxConnectErrors(next.MaxConnectErrors)
 	r.shutdownTimeout.Store(int64(next.ShutdownTimeout))
 	return nil
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -89,15 +91,12 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 			return fmt.Errorf("admin listen %s: %w", cfg.Admin.Listen, err)
 		}
 		defer adm.Close()
-		if cfg.Admin.Password == "admin" && !isLoopback(aln.Addr()) {
-			log.Warn("the admin port listens beyond loopback with the default password; set admin.password", "listen", aln.Addr().String())
-		}
 		log.Info("admin port listening", "listen", aln.Addr().String())
 		run("admin port", func() error { return adm.Serve(serveCtx, aln) })
 	}
 	if cfg.Admin.HTTPListen != "" {
 		h, err := admin.NewHTTP(admin.HTTPConfig{Version: build.version, Commit: build.commit,
-			Collectors: rl.collectors(), Logger: log.With("component", "http")}, srv, sched, p)
+			Collectors: rl.collectors(), Logger: log.With("component", "http"), Pprof: cfg.Admin.PprofOnHTTPListen}, srv, sched, p)
 		if err != nil {
 			_ = ln.Close()
 			return err
@@ -107,16 +106,39 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 			_ = ln.Close()
 			return fmt.Errorf("http listen %s: %w", cfg.Admin.HTTPListen, err)
 		}
-		if !isLoopback(hln.Addr()) {
-			log.Info("the HTTP endpoint (metrics, pprof) listens beyond loopback and has no authentication", "listen", hln.Addr().String())
+		paths := "/metrics /healthz /readyz"
+		if cfg.Admin.PprofOnHTTPListen {
+			paths += " /debug/pprof/"
 		}
-		log.Info("http endpoint listening", "listen", hln.Addr().String(), "paths", "/metrics /healthz /readyz /debug/pprof/")
+		if !isLoopback(hln.Addr()) {
+			log.Info("the HTTP endpoint listens beyond loopback and has no authentication", "listen", hln.Addr().String(), "paths", paths)
+		}
+		log.Info("http endpoint listening", "listen", hln.Addr().String(), "paths", paths)
 		run("http endpoint", func() error { return h.Serve(hln) })
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_ = h.Shutdown(sctx)
 		}()
+	}
+	if cfg.Admin.PprofListen != "" {
+		pln, err := net.Listen("tcp", cfg.Admin.PprofListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("pprof listen %s: %w", cfg.Admin.PprofListen, err)
+		}
+		ps := admin.NewPprofServer(log.With("component", "pprof"))
+		if !isLoopback(pln.Addr()) {
+			log.Warn("/debug/pprof/ listens beyond loopback and has no authentication", "listen", pln.Addr().String())
+		}
+		log.Info("pprof endpoint listening", "listen", pln.Addr().String(), "paths", "/debug/pprof/")
+		run("pprof endpoint", func() error {
+			if err := ps.Serve(pln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		defer func() { _ = ps.Close() }()
 	}
 	if port := cfg.ThreadPool.ExtraPort; port != 0 {
 		xp, xln, err := startExtraPort(ctx, cfg, pcfg, log)
@@ -261,17 +283,19 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 		return proxy.Config{}, err
 	}
 	return proxy.Config{
-		MaxClientConnections: cfg.MaxClientConnections,
-		MaxAllowedPacket:     int(cfg.MaxAllowedPacket),
-		ServerVersion:        cfg.ServerVersion,
-		AuthPlugin:           string(cfg.AuthPlugin),
-		LoadDataLocal:        cfg.LoadDataLocal,
-		Users:                users,
-		Identity:             identity,
-		TLS:                  tlsConf,
-		SlowQueue:            cfg.Log.SlowQueue,
-		CatalogTTL:           catalogTTL(cfg.CatalogTTL),
-		Logger:               log,
+		MaxClientConnections:   cfg.MaxClientConnections,
+		MaxAllowedPacket:       int(cfg.MaxAllowedPacket),
+		ServerVersion:          cfg.ServerVersion,
+		AuthPlugin:             string(cfg.AuthPlugin),
+		LoadDataLocal:          cfg.LoadDataLocal,
+		Users:                  users,
+		Identity:               identity,
+		MaxConnectErrors:       cfg.MaxConnectErrors,
+		RequireSecureTransport: cfg.RequireSecureTransport,
+		TLS:                    tlsConf,
+		SlowQueue:              cfg.Log.SlowQueue,
+		CatalogTTL:             catalogTTL(cfg.CatalogTTL),
+		Logger:                 log,
 	}, nil
 }
 

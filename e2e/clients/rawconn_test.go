@@ -126,6 +126,9 @@ type rawOptions struct {
 	// Collation is the handshake's collation id; 0 means 45
 	// (utf8mb4_general_ci).
 	Collation byte
+	// LocalIP is the address to connect from (another loopback address,
+	// say); "" lets the system pick.
+	LocalIP string
 }
 
 // greeting is the server's initial handshake.
@@ -156,6 +159,9 @@ type rawConn struct {
 // with the connection closed.
 func rawConnect(ctx context.Context, addr string, o rawOptions) (*rawConn, error) {
 	var d net.Dialer
+	if o.LocalIP != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(o.LocalIP)}
+	}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err

@@ -85,6 +85,7 @@ type settings struct {
 	Watch                     bool
 	Extra                     string // appended verbatim (more keys)
 	MoreUsers                 string // YAML list items appended to users
+	AdminExtra                string // lines appended to the admin section
 }
 
 func (s settings) yaml() string {
@@ -108,13 +109,13 @@ thread_pool:
 admin:
   listen: 127.0.0.1:%d
   http_listen: 127.0.0.1:%d
-log:
+%slog:
   level: info
   format: json
   slow_queue: %s
 %s`, s.Port, s.ShutdownTimeout, s.Watch, proxytest.User, proxytest.Password, s.MoreUsers, s.Backend,
 		proxytest.User, proxytest.Password, s.PoolSize, s.GroupSize, s.Oversubscribe,
-		s.AdminPort, s.HTTPPort, s.SlowQueue, s.Extra)
+		s.AdminPort, s.HTTPPort, s.AdminExtra, s.SlowQueue, s.Extra)
 }
 
 func defaults(t *testing.T) settings {
@@ -298,8 +299,14 @@ func (d *daemon) open(t *testing.T, params ...string) *sql.DB {
 // get fetches a path of the HTTP endpoint.
 func (d *daemon) get(t *testing.T, path string) (int, string) {
 	t.Helper()
+	return d.getPort(t, d.set.HTTPPort, path)
+}
+
+// getPort is get on another of the daemon's HTTP ports.
+func (d *daemon) getPort(t *testing.T, port int, path string) (int, string) {
+	t.Helper()
 	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d%s", d.set.HTTPPort, path))
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
@@ -62,6 +63,7 @@ var families = map[string]dto.MetricType{
 	"tpproxy_backend_health_checks_total":                  dto.MetricType_COUNTER,
 	"tpproxy_backend_health_failures_total":                dto.MetricType_COUNTER,
 	"tpproxy_backend_kills_total":                          dto.MetricType_COUNTER,
+	"tpproxy_client_hosts_blocked":                         dto.MetricType_GAUGE,
 	"tpproxy_backend_account_switches_total":               dto.MetricType_COUNTER,
 	"tpproxy_backend_account_refusals_total":               dto.MetricType_COUNTER,
 	"tpproxy_backend_account_connections":                  dto.MetricType_GAUGE,
@@ -86,6 +88,8 @@ var families = map[string]dto.MetricType{
 func TestMetricsFamilies(t *testing.T) {
 	s := defaults(t)
 	s.GroupSize, s.Oversubscribe, s.SlowQueue = 1, 0, "20ms"
+	pprofPort := freePort(t)
+	s.AdminExtra = fmt.Sprintf("  pprof_listen: 127.0.0.1:%d\n", pprofPort)
 	d := start(t, s)
 	ctx := ctxT(t, time.Minute)
 
@@ -95,8 +99,16 @@ func TestMetricsFamilies(t *testing.T) {
 	if code, body := d.get(t, "/readyz"); code != http.StatusOK || strings.TrimSpace(body) != "ready" {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
-	if code, body := d.get(t, "/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
-		t.Errorf("/debug/pprof/: %d", code)
+	// Profiles are not served next to /metrics unless asked
+	// (admin.pprof_on_http_listen), only on admin.pprof_listen.
+	if code, _ := d.get(t, "/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("/debug/pprof/ on http_listen: %d, want 404", code)
+	}
+	if code, body := d.getPort(t, pprofPort, "/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("/debug/pprof/ on pprof_listen: %d", code)
+	}
+	if code, _ := d.getPort(t, pprofPort, "/metrics"); code != http.StatusNotFound {
+		t.Errorf("/metrics on pprof_listen: %d, want 404", code)
 	}
 
 	text := d.open(t, "interpolateParams=true")

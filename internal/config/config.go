@@ -55,6 +55,11 @@ type Config struct {
 	// MaxClientConnections caps concurrent client sessions; the next client
 	// gets ERR 1040 (08004) Too many connections.
 	MaxClientConnections int `mapstructure:"max_client_connections"`
+	// MaxConnectErrors is how many failed logins a client address may
+	// have since its last successful one before its new connections get
+	// ERR 1129 until FLUSH HOSTS on the admin port (like the server's
+	// max_connect_errors); 0 turns it off.
+	MaxConnectErrors int `mapstructure:"max_connect_errors"`
 	// MaxAllowedPacket is the largest client packet accepted; 0 (the
 	// default) takes the backend's @@global.max_allowed_packet, which is
 	// also what clients read from @@max_allowed_packet.
@@ -77,6 +82,9 @@ type Config struct {
 	Admin Admin `mapstructure:"admin"`
 	// TLS is the client-side TLS; when set, clients may use SSL.
 	TLS TLS `mapstructure:"tls"`
+	// RequireSecureTransport refuses client logins over TCP without TLS
+	// (the server's require_secure_transport); needs tls.cert and tls.key.
+	RequireSecureTransport bool `mapstructure:"require_secure_transport"`
 	// Log configures the process logger.
 	Log Log `mapstructure:"log"`
 	// ShutdownTimeout is how long, after SIGTERM or SIGINT, in-flight
@@ -139,9 +147,15 @@ type Admin struct {
 	// User and Password are the admin credentials (not the users list).
 	User     string `mapstructure:"user"`
 	Password string `mapstructure:"password"`
-	// HTTPListen is the HTTP endpoint for /metrics, /healthz, /readyz and
-	// /debug/pprof/, host:port; "" turns it off.
+	// HTTPListen is the HTTP endpoint for /metrics, /healthz and /readyz,
+	// host:port; "" turns it off.
 	HTTPListen string `mapstructure:"http_listen"`
+	// PprofListen serves Go's /debug/pprof/ on a listener of its own,
+	// host:port; "" (default) turns it off.
+	PprofListen string `mapstructure:"pprof_listen"`
+	// PprofOnHTTPListen also serves /debug/pprof/ on HTTPListen, next to
+	// /metrics (off by default: scrapers are often reachable).
+	PprofOnHTTPListen bool `mapstructure:"pprof_on_http_listen"`
 }
 
 // User is one account clients may log in with.
@@ -237,6 +251,9 @@ type TLS struct {
 	// Cert and Key are PEM files, set together.
 	Cert string `mapstructure:"cert"`
 	Key  string `mapstructure:"key"`
+	// MinVersion is the oldest TLS version clients may use: "1.2"
+	// (default) or "1.3"; "1.0" and "1.1" for old clients only.
+	MinVersion string `mapstructure:"min_version"`
 }
 
 // Log configures the process logger.
@@ -256,10 +273,12 @@ func Default() Config {
 	return Config{
 		Listen:               "127.0.0.1:6033",
 		MaxClientConnections: 10000,
+		MaxConnectErrors:     100,
 		MaxAllowedPacket:     0,
 		ServerVersion:        "",
 		AuthPlugin:           AuthNativePassword,
 		LoadDataLocal:        false,
+		TLS:                  TLS{MinVersion: "1.2"},
 		Backend: Backend{
 			Addr:           "127.0.0.1:3306",
 			Identity:       IdentityPassthrough,
@@ -288,7 +307,7 @@ func Default() Config {
 			ExtraPort:            0,
 			ExtraMaxConnections:  1,
 		},
-		Admin:           Admin{Listen: "127.0.0.1:6032", User: "admin", Password: "admin", HTTPListen: "127.0.0.1:6080"},
+		Admin:           Admin{Listen: "127.0.0.1:6032", User: "admin", Password: DefaultAdminPassword, HTTPListen: "127.0.0.1:6080"},
 		Log:             Log{Level: LogLevelInfo, Format: LogFormatText, SlowQueue: time.Second},
 		ShutdownTimeout: 30 * time.Second,
 		WatchConfig:     true,

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
@@ -131,6 +132,16 @@ func TestValidateMessages(t *testing.T) {
 			"backend.addr", `backend.addr: "db" is not host:port`},
 		{"backend.addr port 0", func(c *config.Config) { c.Backend.Addr = "db:0" },
 			"backend.addr", `backend.addr: "db:0" has an invalid port (want a number 1..65535)`},
+		{"admin default password beyond loopback", func(c *config.Config) { c.Admin.Listen = "0.0.0.0:6032" },
+			"admin.password", `admin.password: is the default "admin" while admin.listen 0.0.0.0:6032 is not a loopback address: set admin.password (or TPPROXY_ADMIN_PASSWORD), or listen on 127.0.0.1`},
+		{"admin default password on all interfaces", func(c *config.Config) { c.Admin.Listen = ":6032" },
+			"admin.password", `admin.password: is the default "admin" while admin.listen :6032 is not a loopback address: set admin.password (or TPPROXY_ADMIN_PASSWORD), or listen on 127.0.0.1`},
+		{"pprof on http without http", func(c *config.Config) { c.Admin.HTTPListen, c.Admin.PprofOnHTTPListen = "", true },
+			"admin.pprof_on_http_listen", `admin.pprof_on_http_listen: needs admin.http_listen`},
+		{"pprof_listen same as http", func(c *config.Config) { c.Admin.PprofListen = c.Admin.HTTPListen },
+			"admin.pprof_listen", `admin.pprof_listen: must differ from admin.listen and admin.http_listen (pprof_on_http_listen serves it there)`},
+		{"max_connect_errors", func(c *config.Config) { c.MaxConnectErrors = -1 },
+			"max_connect_errors", `max_connect_errors: must be 0 (off) or greater, got -1`},
 		{"backend.identity", func(c *config.Config) { c.Backend.Identity = "proxy" },
 			"backend.identity", `backend.identity: must be passthrough or service, got "proxy"`},
 		{"backend_user with service", func(c *config.Config) {
@@ -264,6 +275,22 @@ func TestTLSLoad(t *testing.T) {
 	got, err := config.TLS{Cert: certFile, Key: keyFile}.Load()
 	if err != nil || got == nil || len(got.Certificates) != 1 {
 		t.Fatalf("server TLS: got %v, %v; want one certificate", got, err)
+	}
+	if got.MinVersion != tls.VersionTLS12 {
+		t.Errorf("default MinVersion %x, want TLS 1.2", got.MinVersion)
+	}
+	got, err = config.TLS{Cert: certFile, Key: keyFile, MinVersion: "1.3"}.Load()
+	if err != nil || got.MinVersion != tls.VersionTLS13 {
+		t.Errorf("min_version 1.3: %v, %v", got, err)
+	}
+	if _, err := (config.TLS{Cert: certFile, Key: keyFile, MinVersion: "1.4"}).Load(); err == nil ||
+		err.Error() != `tls.min_version: must be 1.0, 1.1, 1.2 or 1.3, got "1.4"` {
+		t.Errorf("min_version 1.4: %v", err)
+	}
+	c := valid()
+	c.RequireSecureTransport = true
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "require_secure_transport: needs tls.cert and tls.key") {
+		t.Errorf("require_secure_transport without a certificate: %v", err)
 	}
 }
 

@@ -11,7 +11,18 @@ import (
 
 // Load builds the server-side TLS configuration offered to clients. It
 // returns nil, nil when neither cert nor key is set.
+// tlsVersions maps tls.min_version values.
+var tlsVersions = map[string]uint16{"1.0": tls.VersionTLS10, "1.1": tls.VersionTLS11, "1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
+
 func (t TLS) Load() (*tls.Config, error) {
+	minVersion := uint16(tls.VersionTLS12)
+	if t.MinVersion != "" {
+		v, ok := tlsVersions[t.MinVersion]
+		if !ok {
+			return nil, fieldErr("tls.min_version", fmt.Errorf("must be 1.0, 1.1, 1.2 or 1.3, got %q", t.MinVersion))
+		}
+		minVersion = v
+	}
 	if t.Cert == "" && t.Key == "" {
 		return nil, nil
 	}
@@ -19,7 +30,7 @@ func (t TLS) Load() (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: minVersion}, nil
 }
 
 // Load builds the client-side TLS configuration for backend connections. It

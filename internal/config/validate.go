@@ -17,6 +17,9 @@ func (c *Config) Validate() error {
 	var v validator
 
 	v.addr("listen", c.Listen, 0)
+	if c.MaxConnectErrors < 0 {
+		v.addf("max_connect_errors", "must be 0 (off) or greater, got %d", c.MaxConnectErrors)
+	}
 	if c.MaxClientConnections < 1 {
 		v.addf("max_client_connections", "must be at least 1, got %d", c.MaxClientConnections)
 	}
@@ -44,6 +47,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.TLS.Load(); err != nil {
 		v.add(err)
+	}
+	if c.RequireSecureTransport && c.TLS.Cert == "" {
+		v.addf("require_secure_transport", "needs tls.cert and tls.key: clients cannot switch to TLS without them")
 	}
 	switch c.Log.Level {
 	case LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError:
@@ -116,6 +122,15 @@ func (v *validator) admin(a *Admin) {
 			v.addf("admin.http_listen", "must differ from admin.listen (%s)", a.Listen)
 		}
 	}
+	if a.PprofListen != "" {
+		v.addr("admin.pprof_listen", a.PprofListen, 0)
+		if a.PprofListen == a.HTTPListen || a.PprofListen == a.Listen {
+			v.addf("admin.pprof_listen", "must differ from admin.listen and admin.http_listen (pprof_on_http_listen serves it there)")
+		}
+	}
+	if a.PprofOnHTTPListen && a.HTTPListen == "" {
+		v.addf("admin.pprof_on_http_listen", "needs admin.http_listen")
+	}
 	if a.Listen == "" {
 		return
 	}
@@ -123,6 +138,26 @@ func (v *validator) admin(a *Admin) {
 	if a.User == "" {
 		v.addf("admin.user", "must not be empty")
 	}
+	if a.Password == DefaultAdminPassword && !loopbackListen(a.Listen) {
+		v.addf("admin.password", "is the default %q while admin.listen %s is not a loopback address: set admin.password (or TPPROXY_ADMIN_PASSWORD), or listen on 127.0.0.1", DefaultAdminPassword, a.Listen)
+	}
+}
+
+// DefaultAdminPassword is admin.password's default, refused beyond loopback.
+const DefaultAdminPassword = "admin"
+
+// loopbackListen reports whether a listen address is on loopback only: a
+// loopback IP or "localhost" (an empty host listens everywhere).
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // validator collects problems in the order they are found.

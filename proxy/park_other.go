@@ -9,3 +9,6 @@ const parkOS = false
 
 // waitReadable is never called here (canPark is false).
 func waitReadable(syscall.RawConn) {}
+
+// quietSocket is never called here (sessions do not park).
+func quietSocket(syscall.RawConn) bool { return false }

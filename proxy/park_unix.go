@@ -25,3 +25,16 @@ func waitReadable(rc syscall.RawConn) {
 		return !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR)
 	})
 }
+
+// quietSocket reports whether rc's socket has nothing to read now (no
+// command on the way, no EOF).
+func quietSocket(rc syscall.RawConn) bool {
+	quiet := false
+	_ = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		quiet = errors.Is(err, syscall.EAGAIN)
+		return true
+	})
+	return quiet
+}

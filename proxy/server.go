@@ -161,6 +161,9 @@ type Server struct {
 	// draining is set by Shutdown: sessions end as soon as they hold no
 	// transaction, and COM_PING answers ERR 1053.
 	draining atomic.Bool
+	// retiring is set by Retire: a new process took the listeners; idle
+	// sessions end, busy ones go on.
+	retiring atomic.Bool
 
 	stmtCache *stmtCache
 

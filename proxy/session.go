@@ -230,10 +230,18 @@ func (s *Session) run(ctx context.Context) (parked bool) {
 		// The handshake's stack is the deepest the session ever needs.
 		s.armIdleTimeout()
 		s.idle.Store(true)
+		s.waitSince.Store(time.Now().UnixNano())
 		s.park()
 		return true
 	}
 	return s.serve()
+}
+
+// quiet reports whether the client has sent nothing the session has not
+// read (false when the socket cannot be asked).
+func (s *Session) quiet() bool {
+	rc := s.rawConn()
+	return rc != nil && quietSocket(rc)
 }
 
 // serve serves commands until the client quits or fails, or until the
@@ -251,6 +259,12 @@ func (s *Session) serve() (parked bool) {
 			// Back from parking, still waiting for the same command: the
 			// wait_timeout deadline stays.
 			s.resumed = false
+			if s.srv.retiring.Load() && s.r.Buffered() == 0 && !s.holdsWork() && s.quiet() {
+				// Retire woke it: an idle session of a process a new
+				// tpproxy took over ends (its client reconnects there).
+				s.debug("session closed: a new tpproxy took over")
+				return false
+			}
 		} else {
 			s.armIdleTimeout()
 		}
@@ -267,6 +281,10 @@ func (s *Session) serve() (parked bool) {
 			// The reaper asked the session to park.
 			s.parkWoken()
 			if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+				if s.canPark() && s.srv.retiring.Load() && !s.holdsWork() && s.quiet() {
+					s.debug("session closed: idle after a new tpproxy took over")
+					return false
+				}
 				if s.canPark() {
 					s.park()
 					return true

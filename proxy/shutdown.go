@@ -45,6 +45,66 @@ func (srv *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
+// Retire is the first half of a hand-over to a new process that took the
+// listening sockets: it stops accepting and lets the sessions go on —
+// those busy now keep their connection until their client leaves — but
+// ends every session that has been idle for a second (parked) without a
+// transaction, now or later, so that pooled idle connections move to the
+// new process while active clients see nothing. It returns when every
+// session has ended, or with ctx's error when ctx ends first; Shutdown
+// then does the rest.
+func (srv *Server) Retire(ctx context.Context) error {
+	srv.mu.Lock()
+	srv.retiring.Store(true)
+	for _, ln := range srv.listeners {
+		_ = ln.Close()
+	}
+	srv.mu.Unlock()
+	srv.log.Info("handed over: no new connections; idle sessions end, busy ones go on until their clients leave",
+		"sessions", srv.Stats().Sessions)
+	done := make(chan struct{})
+	go func() {
+		srv.wg.Wait()
+		close(done)
+	}()
+	tick := time.NewTicker(retireEvery)
+	defer tick.Stop()
+	for {
+		srv.retireParked(time.Now().Add(-retireIdle))
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// A retiring server ends the sessions parked for retireIdle, looking every
+// retireEvery: a session that just logged in (and parked) is about to send
+// its first command, one idle for a second is most likely a pool's spare.
+const (
+	retireIdle  = time.Second
+	retireEvery = 250 * time.Millisecond
+)
+
+// retireParked wakes the parked sessions without a transaction that have
+// waited since before cutoff; each ends when it finds its client quiet.
+func (srv *Server) retireParked(cutoff time.Time) {
+	var parked []*Session
+	srv.mu.Lock()
+	for _, s := range srv.sessions {
+		if s.wait.Load() == waitParked && s.waitSince.Load() < cutoff.UnixNano() && pinReason(s.pinsNow.Load())&drainPins == 0 {
+			parked = append(parked, s)
+		}
+	}
+	srv.mu.Unlock()
+	for _, s := range parked {
+		srv.unpark(s)
+	}
+}
+
 // wakeIdle interrupts the read of every idle session without a
 // transaction, so that it sees the server is draining and ends.
 func (srv *Server) wakeIdle() {

@@ -125,8 +125,8 @@ func newServeCommand(stderr io.Writer, env []string, build buildInfo) *cobra.Com
 			}()
 			defer func() { close(watchDone); <-watched }()
 
-			adaptive := defaultProcs(log)
-			err = runServe(ctx, cfg, log, rl, build, adaptive)
+			takeover, _ := cmd.Flags().GetBool("takeover")
+			err = runServe(ctx, cfg, log, rl, build, serveOptions{adaptiveProcs: defaultProcs(log), takeover: takeover})
 			if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 				return &commandError{err: err}
 			}
@@ -134,6 +134,7 @@ func newServeCommand(stderr io.Writer, env []string, build buildInfo) *cobra.Com
 		},
 	}
 	addConfigFlags(cmd.Flags())
+	cmd.Flags().Bool("takeover", false, "take over the listening sockets of the tpproxy serving on upgrade_socket, which then drains and exits (zero-downtime upgrade)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }

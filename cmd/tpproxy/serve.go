@@ -23,9 +23,22 @@ import (
 // HTTP endpoint. Then it shuts down gracefully: new connections are
 // refused, statements in flight and open transactions get
 // shutdown_timeout to finish, then sessions are closed and the backend
-// connections released. rl reloads the configuration meanwhile. With
-// adaptiveProcs, GOMAXPROCS follows the load (governProcs).
-func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, build buildInfo, adaptiveProcs bool) error {
+// connections released. rl reloads the configuration meanwhile.
+func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, build buildInfo, opts serveOptions) error {
+	var in *inherited
+	if opts.takeover {
+		if cfg.UpgradeSocket == "" {
+			return errors.New("--takeover needs upgrade_socket in the configuration (the running tpproxy's)")
+		}
+		var err error
+		if in, err = takeOver(cfg.UpgradeSocket); err != nil {
+			return err
+		}
+		log.Info("takeover: received the running process's listeners", "pid", in.pid, "listeners", len(in.lns))
+		// Until READY the previous process serves on: giving up closes
+		// only this process's copies.
+		defer in.close()
+	}
 	pcfg, err := poolConfig(cfg, log)
 	if err != nil {
 		return err
@@ -74,10 +87,12 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		})
 	}
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+	listeners := map[string]net.Listener{}
+	ln, err := in.listen("listen", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
+	listeners["listen"] = ln
 	if cfg.Admin.Listen != "" {
 		adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, User: cfg.Admin.User,
 			Password: cfg.Admin.Password, Logger: log.With("component", "admin")}, sched, srv, p)
@@ -85,11 +100,12 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 			_ = ln.Close()
 			return err
 		}
-		aln, err := net.Listen("tcp", cfg.Admin.Listen)
+		aln, err := in.listen("admin.listen", cfg.Admin.Listen)
 		if err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("admin listen %s: %w", cfg.Admin.Listen, err)
 		}
+		listeners["admin.listen"] = aln
 		defer adm.Close()
 		log.Info("admin port listening", "listen", aln.Addr().String())
 		run("admin port", func() error { return adm.Serve(serveCtx, aln) })
@@ -101,11 +117,12 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 			_ = ln.Close()
 			return err
 		}
-		hln, err := net.Listen("tcp", cfg.Admin.HTTPListen)
+		hln, err := in.listen("admin.http_listen", cfg.Admin.HTTPListen)
 		if err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("http listen %s: %w", cfg.Admin.HTTPListen, err)
 		}
+		listeners["admin.http_listen"] = hln
 		paths := "/metrics /healthz /readyz"
 		if cfg.Admin.PprofOnHTTPListen {
 			paths += " /debug/pprof/"
@@ -122,11 +139,12 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		}()
 	}
 	if cfg.Admin.PprofListen != "" {
-		pln, err := net.Listen("tcp", cfg.Admin.PprofListen)
+		pln, err := in.listen("admin.pprof_listen", cfg.Admin.PprofListen)
 		if err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("pprof listen %s: %w", cfg.Admin.PprofListen, err)
 		}
+		listeners["admin.pprof_listen"] = pln
 		ps := admin.NewPprofServer(log.With("component", "pprof"))
 		if !isLoopback(pln.Addr()) {
 			log.Warn("/debug/pprof/ listens beyond loopback and has no authentication", "listen", pln.Addr().String())
@@ -141,12 +159,13 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		defer func() { _ = ps.Close() }()
 	}
 	if port := cfg.ThreadPool.ExtraPort; port != 0 {
-		xp, xln, err := startExtraPort(ctx, cfg, pcfg, log)
+		xp, xln, err := startExtraPort(ctx, cfg, pcfg, log, in)
 		if err != nil {
 			_ = ln.Close()
 			return err
 		}
 		defer xp.Close()
+		listeners["thread_pool.extra_port"] = xln
 		log.Info("extra port listening", "listen", xln.Addr().String(), "max_connections", cfg.ThreadPool.ExtraMaxConnections)
 		run("extra port", func() error { return srv.ServeExtra(serveCtx, xln, xp, cfg.ThreadPool.ExtraMaxConnections) })
 	}
@@ -155,17 +174,51 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
 		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
 	run("client listener", func() error { return srv.Serve(serveCtx, ln) })
-	if adaptiveProcs {
+	if opts.adaptiveProcs {
 		bg.Go(func() { governProcs(serveCtx, log, sched, p) })
+	}
+	if in != nil {
+		in.ready(log)
+	}
+	var handed chan struct{}
+	if cfg.UpgradeSocket != "" {
+		h, err := listenHandoff(cfg.UpgradeSocket, log.With("component", "upgrade"), listeners)
+		if err != nil {
+			log.Error("no zero-downtime upgrade for this process", "err", err)
+		} else {
+			handed = h.handed
+			bg.Go(func() { h.serve(serveCtx) })
+			log.Info("upgrade socket listening", "path", cfg.UpgradeSocket)
+		}
 	}
 
 	var failed error
+	handedOver := false
 	select {
 	case <-ctx.Done():
 	case failed = <-fail:
 		log.Error("a listener failed; shutting down", "err", failed)
+	case <-handed:
+		handedOver = true
 	}
 	timeout := time.Duration(rl.shutdownTimeout.Load())
+	if handedOver {
+		// The successor accepts on the same sockets. Stop accepting here
+		// (Retire closes the client ports), end idle sessions, and serve
+		// the busy ones until their clients leave, for at most
+		// shutdown_timeout (a signal cuts it short); then shut down.
+		for name, l := range listeners {
+			if name != "listen" && name != "thread_pool.extra_port" {
+				_ = l.Close()
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		if err := srv.Retire(rctx); err != nil {
+			log.Info("sessions still connected after the hand-over; shutting down", "sessions", srv.Stats().Sessions, "shutdown_timeout", timeout)
+		}
+		cancel()
+		timeout = min(timeout, retireGrace)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	err = srv.Shutdown(sctx)
 	cancel()
@@ -185,7 +238,7 @@ func isLoopback(a net.Addr) bool {
 
 // startExtraPort opens thread_pool.extra_port on listen's host, with a pool
 // of extra_max_connections backend connections of its own.
-func startExtraPort(ctx context.Context, cfg *config.Config, pcfg pool.Config, log *slog.Logger) (*pool.Pool, net.Listener, error) {
+func startExtraPort(ctx context.Context, cfg *config.Config, pcfg pool.Config, log *slog.Logger, in *inherited) (*pool.Pool, net.Listener, error) {
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
@@ -201,7 +254,7 @@ func startExtraPort(ctx context.Context, cfg *config.Config, pcfg pool.Config, l
 		return nil, nil, err
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(cfg.ThreadPool.ExtraPort))
-	xln, err := net.Listen("tcp", addr)
+	xln, err := in.listen("thread_pool.extra_port", addr)
 	if err != nil {
 		xp.Close()
 		return nil, nil, fmt.Errorf("extra port %s: %w", addr, err)
@@ -321,4 +374,17 @@ func proxyUsers(cfg *config.Config) ([]proxy.User, error) {
 			BackendUser: u.BackendUser, BackendPassword: u.BackendPassword})
 	}
 	return users, nil
+}
+
+// retireGrace is what statements and transactions in flight get to finish
+// when a handed-over process still has sessions at shutdown_timeout.
+const retireGrace = 5 * time.Second
+
+// serveOptions are serve's command-line choices beyond the configuration.
+type serveOptions struct {
+	// adaptiveProcs: GOMAXPROCS follows the load (governProcs).
+	adaptiveProcs bool
+	// takeover: take the listeners of the tpproxy serving on
+	// upgrade_socket (zero-downtime upgrade).
+	takeover bool
 }

@@ -144,10 +144,24 @@ type daemon struct {
 // it listens.
 func start(t *testing.T, s settings) *daemon {
 	t.Helper()
-	dir := t.TempDir()
-	d := &daemon{t: t, cfg: filepath.Join(dir, "tpproxy.yaml"), set: s, done: make(chan struct{}), added: make(chan struct{}, 1)}
+	d := &daemon{t: t, cfg: filepath.Join(t.TempDir(), "tpproxy.yaml"), set: s}
 	d.write(s)
-	d.cmd = exec.Command(binary(t), "serve", "--config", d.cfg)
+	return d.run(t)
+}
+
+// startTakeover starts a second tpproxy with prev's configuration file and
+// --takeover: it takes prev's listeners over upgrade_socket.
+func startTakeover(t *testing.T, prev *daemon) *daemon {
+	t.Helper()
+	d := &daemon{t: t, cfg: prev.cfg, set: prev.set}
+	return d.run(t, "--takeover")
+}
+
+// run starts the binary on d.cfg and waits until it listens.
+func (d *daemon) run(t *testing.T, args ...string) *daemon {
+	t.Helper()
+	d.done, d.added = make(chan struct{}), make(chan struct{}, 1)
+	d.cmd = exec.Command(binary(t), append([]string{"serve", "--config", d.cfg}, args...)...)
 	stderr, err := d.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -82,6 +82,10 @@ type Config struct {
 	Admin Admin `mapstructure:"admin"`
 	// TLS is the client-side TLS; when set, clients may use SSL.
 	TLS TLS `mapstructure:"tls"`
+	// UpgradeSocket is a unix socket path where the running process hands
+	// its listening sockets to a new one started with --takeover
+	// (zero-downtime upgrade); "" turns it off.
+	UpgradeSocket string `mapstructure:"upgrade_socket"`
 	// RequireSecureTransport refuses client logins over TCP without TLS
 	// (the server's require_secure_transport); needs tls.cert and tls.key.
 	RequireSecureTransport bool `mapstructure:"require_secure_transport"`

@@ -230,6 +230,18 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 // speak. It sends ERR 1045 on failure.
 func (s *Session) authenticate(plugin string, auth []byte) bool {
 	acct, known := s.srv.users.Load().accounts[s.user]
+	if !known && s.srv.lookup != nil {
+		// Not configured: the server's own account, if it has one.
+		ctx := s.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		a, err := s.srv.lookup.get(ctx, s.user)
+		if err != nil {
+			s.logger().Warn("auth lookup failed; login refused", "err", err)
+		}
+		acct, known = a, a != nil
+	}
 	if !known {
 		acct = dummyAccount
 	}

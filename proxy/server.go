@@ -52,6 +52,13 @@ type Config struct {
 	// (unix socket clients excepted), as the server's
 	// require_secure_transport does.
 	RequireSecureTransport bool
+	// AuthLookup, when set, is asked for the hash of a user that Users
+	// does not list (PgBouncer's auth_query): the user may log in with the
+	// server account's own password, and runs as that account. Answers are
+	// cached for AuthLookupTTL (default 1 minute): a password changed on
+	// the server takes effect after at most that long.
+	AuthLookup    HashLookup
+	AuthLookupTTL time.Duration
 	// MaxConnectErrors is how many failed logins a client address may
 	// have since its last successful one before its connections get ERR
 	// 1129 until FLUSH HOSTS; 0 turns the limit off.
@@ -141,6 +148,8 @@ type Server struct {
 	catalog *catalog.Catalog
 	// hosts counts failed logins by client address (max_connect_errors).
 	hosts *hostGuard
+	// lookup finds users Users does not list on the server (nil: off).
+	lookup *lookupCache
 
 	// mu guards sessions and listeners.
 	mu        sync.Mutex
@@ -196,6 +205,9 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 	}
 	srv.users.Store(newUserStore(cfg.Users, cfg.Identity))
 	srv.hosts = newHostGuard(cfg.MaxConnectErrors)
+	if cfg.AuthLookup != nil {
+		srv.lookup = newLookupCache(cfg.AuthLookup, cfg.AuthLookupTTL, cfg.Identity)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv.stopReaper = cancel
 	go srv.reaper(ctx)

@@ -335,6 +335,11 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 	if err != nil {
 		return proxy.Config{}, err
 	}
+	// The lookup's connections live as long as the process.
+	lookup, _, err := newHashLookup(cfg)
+	if err != nil {
+		return proxy.Config{}, err
+	}
 	return proxy.Config{
 		MaxClientConnections:   cfg.MaxClientConnections,
 		MaxAllowedPacket:       int(cfg.MaxAllowedPacket),
@@ -344,6 +349,8 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 		Users:                  users,
 		Identity:               identity,
 		MaxConnectErrors:       cfg.MaxConnectErrors,
+		AuthLookup:             lookup,
+		AuthLookupTTL:          cfg.AuthLookup.TTL,
 		RequireSecureTransport: cfg.RequireSecureTransport,
 		TLS:                    tlsConf,
 		SlowQueue:              cfg.Log.SlowQueue,

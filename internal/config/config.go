@@ -82,6 +82,8 @@ type Config struct {
 	Admin Admin `mapstructure:"admin"`
 	// TLS is the client-side TLS; when set, clients may use SSL.
 	TLS TLS `mapstructure:"tls"`
+	// AuthLookup finds users that Users does not list on the server.
+	AuthLookup AuthLookup `mapstructure:"auth_lookup"`
 	// UpgradeSocket is a unix socket path where the running process hands
 	// its listening sockets to a new one started with --takeover
 	// (zero-downtime upgrade); "" turns it off.
@@ -183,6 +185,27 @@ type User struct {
 	BackendPassword string `mapstructure:"backend_password"`
 }
 
+// AuthLookup is PgBouncer's auth_query for MySQL: a user that users does
+// not list may log in with its server account's own password, which the
+// proxy reads (its mysql_native_password hash) through a lookup account,
+// and caches for TTL.
+type AuthLookup struct {
+	// User and Password are the lookup account's (SELECT on mysql.user,
+	// or on a view of it); User "" turns the lookup off.
+	User     string `mapstructure:"user"`
+	Password string `mapstructure:"password"`
+	// Query returns one row whose first column is the user's
+	// authentication string, given the user name for its one '?'.
+	Query string `mapstructure:"query"`
+	// TTL is how long an answer is trusted: a password changed on the
+	// server takes effect after at most this long.
+	TTL time.Duration `mapstructure:"ttl"`
+}
+
+// DefaultAuthLookupQuery reads a mysql_native_password account's hash,
+// preferring the account for any host.
+const DefaultAuthLookupQuery = "SELECT authentication_string FROM mysql.user WHERE User = ? AND plugin = 'mysql_native_password' ORDER BY Host = '%' DESC, Host LIMIT 1"
+
 // Identity modes (backend.identity).
 const (
 	IdentityPassthrough = "passthrough"
@@ -283,6 +306,7 @@ func Default() Config {
 		AuthPlugin:           AuthNativePassword,
 		LoadDataLocal:        false,
 		TLS:                  TLS{MinVersion: "1.2"},
+		AuthLookup:           AuthLookup{Query: DefaultAuthLookupQuery, TTL: time.Minute},
 		Backend: Backend{
 			Addr:           "127.0.0.1:3306",
 			Identity:       IdentityPassthrough,

@@ -48,6 +48,14 @@ func (c *Config) Validate() error {
 	if _, err := c.TLS.Load(); err != nil {
 		v.add(err)
 	}
+	if c.AuthLookup.User != "" {
+		if strings.Count(c.AuthLookup.Query, "?") != 1 {
+			v.addf("auth_lookup.query", "must have exactly one '?' (the user name), got %q", c.AuthLookup.Query)
+		}
+		if c.AuthLookup.TTL <= 0 {
+			v.addf("auth_lookup.ttl", "must be positive, got %s", c.AuthLookup.TTL)
+		}
+	}
 	if c.RequireSecureTransport && c.TLS.Cert == "" {
 		v.addf("require_secure_transport", "needs tls.cert and tls.key: clients cannot switch to TLS without them")
 	}

@@ -35,3 +35,55 @@ func TestSameAccount(t *testing.T) {
 		}
 	}
 }
+
+// A released connection goes to the first waiter unless that one wants
+// another account and a waiter of its own account is among the next few;
+// nobody is passed more than maxOvertaken times.
+func TestNextWaiter(t *testing.T) {
+	p := &Pool{cfg: Config{User: "svc"}}
+	push := func(accounts ...string) []*waiter {
+		var ws []*waiter
+		for _, a := range accounts {
+			w := &waiter{account: a}
+			p.waiters.push(w)
+			ws = append(ws, w)
+		}
+		return ws
+	}
+	connA := &Conn{p: p, account: &Account{User: "a"}}
+	connSvc := &Conn{p: p}
+
+	ws := push("b", "a", "svc", "a")
+	if got := p.nextWaiter(connA); got != ws[1] {
+		t.Fatalf("a's connection went to %q, want the first a waiter", got.account)
+	}
+	if ws[0].overtaken != 1 {
+		t.Errorf("the b waiter was overtaken %d times", ws[0].overtaken)
+	}
+	if got := p.nextWaiter(connSvc); got != ws[2] {
+		t.Fatalf("the pool's own connection went to %q", got.account)
+	}
+	// b has now been passed twice; two more passes, then it is served
+	// whatever the connection.
+	push("a", "a", "a")
+	for i := range 2 {
+		if got := p.nextWaiter(connA); got.account != "a" {
+			t.Fatalf("pass %d: %q", i, got.account)
+		}
+	}
+	if ws[0].overtaken != maxOvertaken {
+		t.Fatalf("b overtaken %d times", ws[0].overtaken)
+	}
+	if got := p.nextWaiter(connA); got != ws[0] {
+		t.Fatalf("after %d passes the b waiter still waits (got %q)", maxOvertaken, got.account)
+	}
+	// Nothing of a's account: first come, first served.
+	p.waiters = waitQueue{}
+	ws = push("c", "d")
+	if got := p.nextWaiter(connA); got != ws[0] {
+		t.Fatalf("got %q, want the first waiter", got.account)
+	}
+	if p.nextWaiter(connA) != ws[1] || p.nextWaiter(connA) != nil {
+		t.Fatal("queue order")
+	}
+}

@@ -20,7 +20,7 @@ import (
 const upgradeDB = "tpproxy_upgrade"
 
 // TestUpgradeTakeover replaces the running binary while sysbench runs
-// oltp_read_only with 64 threads through it and other clients open a new
+// oltp_read_only with 64 threads for 30 s through it and other clients open a new
 // connection for every statement: the new process takes the listening
 // sockets over upgrade_socket, the old one serves its busy sessions until
 // sysbench leaves and then exits. sysbench sees no error at all, and no
@@ -90,7 +90,7 @@ func TestUpgradeTakeover(t *testing.T) {
 	}
 	sb := make(chan result, 1)
 	go func() {
-		out, err := exec.CommandContext(ctx, bin, append(args(s.Port), "--threads=64", "--time=20",
+		out, err := exec.CommandContext(ctx, bin, append(args(s.Port), "--threads=64", "--time=30",
 			"--report-interval=0", "run")...).CombinedOutput()
 		sb <- result{string(out), err}
 	}()
@@ -112,7 +112,7 @@ func TestUpgradeTakeover(t *testing.T) {
 		_ = c.Close() // back to the pool, idle
 	}
 
-	time.Sleep(6 * time.Second)
+	time.Sleep(10 * time.Second)
 	before := attempts.Load()
 	next := startTakeover(t, old)
 	old.waitLog(t, 30*time.Second, func(l map[string]any) bool {

@@ -253,7 +253,12 @@ func (r *Reader) ReadPacket() ([]byte, error) {
 	}
 	for {
 		if err := r.checkSize(len(r.joined)); err != nil {
-			r.joining = false
+			// Only a packet over the limit ends it; a read error (a
+			// deadline while the next header is on its way) leaves it to
+			// the next call, like one inside a physical packet.
+			if errors.Is(err, ErrPacketTooLarge) {
+				r.joining = false
+			}
 			return nil, err
 		}
 		raw, err := r.ReadRaw()

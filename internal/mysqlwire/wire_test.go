@@ -344,7 +344,17 @@ func TestReaderResumesAfterAnError(t *testing.T) {
 		prev = c
 	}
 	pieces = append(pieces, stream[prev:])
-	r := NewReader(&stallingReader{pieces: pieces}, make([]byte, 64), nil)
+	// With a packet limit the reader looks at each header before reading
+	// on (checkSize): a stall there must not end the packet either.
+	for _, limit := range []int{0, 64 << 20} {
+		readStalled(t, pieces, limit, len(cuts), large)
+	}
+}
+
+func readStalled(t *testing.T, pieces [][]byte, limit, cuts int, large []byte) {
+	t.Helper()
+	r := NewReader(&stallingReader{pieces: append([][]byte(nil), pieces...)}, make([]byte, 64), nil)
+	r.MaxPacket = limit
 	var got [][]byte
 	stalls := 0
 	for len(got) < 2 {
@@ -352,7 +362,7 @@ func TestReaderResumesAfterAnError(t *testing.T) {
 		if errors.Is(err, errStall) {
 			stalls++
 			if !r.InPacket() {
-				t.Fatalf("stall %d: InPacket false in the middle of a packet", stalls)
+				t.Fatalf("limit %d, stall %d: InPacket false in the middle of a packet", limit, stalls)
 			}
 			continue
 		}
@@ -361,11 +371,11 @@ func TestReaderResumesAfterAnError(t *testing.T) {
 		}
 		got = append(got, append([]byte(nil), p...))
 	}
-	if stalls != len(cuts) {
-		t.Fatalf("%d stalls, want %d", stalls, len(cuts))
+	if stalls != cuts {
+		t.Fatalf("limit %d: %d stalls, want %d", limit, stalls, cuts)
 	}
 	if !bytes.Equal(got[0], large) || string(got[1]) != "next" {
-		t.Fatalf("packets differ after the stalls (len %d, %q)", len(got[0]), got[1])
+		t.Fatalf("limit %d: packets differ after the stalls (len %d, %q)", limit, len(got[0]), got[1])
 	}
 	if r.InPacket() {
 		t.Fatal("InPacket after the last packet")

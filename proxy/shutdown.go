@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,12 +16,7 @@ import (
 // connections are reset or closed. Shutdown returns when every session has
 // ended, with ctx's error if it had to force them.
 func (srv *Server) Shutdown(ctx context.Context) error {
-	srv.mu.Lock()
-	srv.draining.Store(true)
-	for _, ln := range srv.listeners {
-		_ = ln.Close()
-	}
-	srv.mu.Unlock()
+	srv.stopAccepting(&srv.draining)
 	srv.log.Info("shutting down: no new connections; waiting for statements and transactions in flight",
 		"sessions", srv.Stats().Sessions)
 
@@ -54,12 +50,7 @@ func (srv *Server) Shutdown(ctx context.Context) error {
 // session has ended, or with ctx's error when ctx ends first; Shutdown
 // then does the rest.
 func (srv *Server) Retire(ctx context.Context) error {
-	srv.mu.Lock()
-	srv.retiring.Store(true)
-	for _, ln := range srv.listeners {
-		_ = ln.Close()
-	}
-	srv.mu.Unlock()
+	srv.stopAccepting(&srv.retiring)
 	srv.log.Info("handed over: no new connections; idle sessions end, busy ones go on until their clients leave",
 		"sessions", srv.Stats().Sessions)
 	done := make(chan struct{})
@@ -78,6 +69,17 @@ func (srv *Server) Retire(ctx context.Context) error {
 			return ctx.Err()
 		case <-tick.C:
 		}
+	}
+}
+
+// stopAccepting sets flag (draining or retiring) and closes the client
+// listeners, with mu held so that serve and register see both at once.
+func (srv *Server) stopAccepting(flag *atomic.Bool) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	flag.Store(true)
+	for _, ln := range srv.listeners {
+		_ = ln.Close()
 	}
 }
 

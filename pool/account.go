@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sync/atomic"
 
-	gomysql "github.com/go-mysql-org/go-mysql/mysql"
-
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
@@ -24,8 +22,8 @@ import (
 // account has no idle connection takes the least recently used idle
 // connection of another account and switches it (one round trip, which
 // also resets the server session), so an account that is busy now gets
-// the connections a quiet one does not use, and waiting stays FIFO across
-// accounts.
+// the connections a quiet one does not use; waiting is first come, first
+// served across accounts but for the bounded preference of nextWaiter.
 type Account struct {
 	// User is the server account's user name.
 	User string
@@ -97,32 +95,20 @@ var ErrAccountSwitch = errors.New("pool: the server refused the session's accoun
 // the server session starts over: variables, temporary tables, prepared
 // statements and roles are the new account's defaults.
 func (c *Conn) switchAccount(ctx context.Context, a *Account) error {
-	g, cfg := c.greeting, &c.p.cfg
-	id := collationID(cfg.Collation)
-	if g.plugin != gomysql.AUTH_NATIVE_PASSWORD || id == 0 || id > 255 {
-		return fmt.Errorf("%w: the server's greeting offers %q, and the proxy logs accounts in with mysql_native_password",
-			ErrAccountSwitch, g.plugin)
+	err := c.relogin(ctx, a)
+	var me *mysqlwire.Error
+	switch {
+	case err == nil:
+		c.p.stats.accountSwitches.Add(1)
+	case errors.As(err, &me):
+		return fmt.Errorf("%w: %w", ErrAccountSwitch, me)
+	case errors.Is(err, errNoChangeUser):
+		// The greeting or the account asks for another plugin (MySQL 8's
+		// caching_sha2_password, say).
+		return fmt.Errorf("%w %q: %w; tpproxy logs server accounts in with mysql_native_password (ALTER USER ... IDENTIFIED WITH mysql_native_password, or backend.identity service)",
+			ErrAccountSwitch, c.p.accountName(a), err)
 	}
-	done := c.withDeadline(ctx)
-	err := c.changeUser(g, id, c.p.credentials(a))
-	done()
-	if err != nil {
-		c.broken = true
-		var me *mysqlwire.Error
-		switch {
-		case errors.As(err, &me):
-			return fmt.Errorf("%w: %w", ErrAccountSwitch, me)
-		case errors.Is(err, errNoChangeUser):
-			// The account uses another plugin (MySQL 8's
-			// caching_sha2_password, say); the exchange is cut short.
-			return fmt.Errorf("%w %q: %w; tpproxy logs server accounts in with mysql_native_password (ALTER USER ... IDENTIFIED WITH mysql_native_password, or backend.identity service)",
-				ErrAccountSwitch, c.p.accountName(a), err)
-		}
-		return err
-	}
-	c.account = a
-	c.p.stats.accountSwitches.Add(1)
-	return c.afterLogin(ctx)
+	return err
 }
 
 // credentials returns the user name and stage-1 hash to log a in with.
@@ -159,8 +145,8 @@ func (p *Pool) inUseCount(user string) *atomic.Int64 {
 	return v.(*atomic.Int64)
 }
 
-// Accounts lists the accounts that hold or wait for connections now, the
-// pool's own first, then by user name.
+// Accounts lists the accounts that hold or wait for connections now, by
+// user name.
 func (p *Pool) Accounts() []AccountStats {
 	by := map[string]*AccountStats{}
 	get := func(u string) *AccountStats {

@@ -74,19 +74,27 @@ func collationID(name string) uint16 {
 // and an empty schema: one round trip and a session re-initialisation
 // instead of a new connection. The session state is reset as by
 // COM_RESET_CONNECTION.
-func (c *Conn) clearSchema(ctx context.Context) error {
+func (c *Conn) clearSchema(ctx context.Context) error { return c.relogin(ctx, c.account) }
+
+// relogin logs c in as a (nil: the pool's own account) with
+// COM_CHANGE_USER and no schema, then brings it to the state the pool
+// dials connections in. errNoChangeUser: COM_CHANGE_USER cannot be used
+// here (the greeting's or the account's auth plugin); a failed exchange
+// leaves c broken.
+func (c *Conn) relogin(ctx context.Context, a *Account) error {
 	g, cfg := c.greeting, &c.p.cfg
 	id := collationID(cfg.Collation)
 	if g.plugin != gomysql.AUTH_NATIVE_PASSWORD || id == 0 || id > 255 {
 		return errNoChangeUser
 	}
 	done := c.withDeadline(ctx)
-	err := c.changeUser(g, id, c.p.credentials(c.account))
+	err := c.changeUser(g, id, c.p.credentials(a))
 	done()
 	if err != nil {
 		c.broken = true
 		return err
 	}
+	c.account, c.acctInUse = a, c.p.inUseCount(c.p.accountName(a))
 	return c.afterLogin(ctx)
 }
 

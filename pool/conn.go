@@ -59,10 +59,12 @@ type Conn struct {
 	version  string
 	greeting greeting // scramble and plugin, for COM_CHANGE_USER
 	account  *Account // logged in as (nil: the pool's own account)
-	// inUseBy is the in-use counter of the account it was handed out as.
-	inUseBy *atomic.Int64
-	track   bool // CLIENT_SESSION_TRACK negotiated: OK packets carry session state
-	state   State
+	// acctInUse is the in-use counter of its account (Pool.inUse), kept
+	// here so that handing it out needs no lookup; inUseBy is that counter
+	// while the connection is handed out and counted in it.
+	acctInUse, inUseBy *atomic.Int64
+	track              bool // CLIENT_SESSION_TRACK negotiated: OK packets carry session state
+	state              State
 
 	// lastOwner is State.Owner of the session the connection last served.
 	lastOwner uint64
@@ -462,6 +464,7 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 		liidKnown: true,
 	}
 	c.state.FoundRows = foundRows
+	c.acctInUse = p.inUseCount(p.cfg.User)
 	if sniff != nil {
 		c.extCaps = sniff.sent
 		p.extCaps.Store(sniff.avail)

@@ -410,7 +410,7 @@ func (p *Pool) takeIdle(want *State) *Conn {
 func (p *Pool) handOut(ctx context.Context, c *Conn, want *State) (*Conn, error) {
 	c, err := p.fit(ctx, c, want)
 	if err == nil {
-		c.inUseBy = p.inUseCount(c.AccountName())
+		c.inUseBy = c.acctInUse
 		c.inUseBy.Add(1)
 	}
 	return c, err

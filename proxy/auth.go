@@ -105,28 +105,33 @@ type userStore struct {
 func newUserStore(users []User, id Identity) *userStore {
 	s := &userStore{accounts: make(map[string]*account, len(users))}
 	for _, u := range users {
-		a := &account{name: u.Name, stage2: u.NativeHash, empty: len(u.NativeHash) == 0 && u.Plain == ""}
-		if u.Plain != "" {
-			a.stage2 = nativeStage2([]byte(u.Plain))
-			h := sha2Double([]byte(u.Plain))
-			a.sha2.Store(&h)
-		}
-		if id == IdentityPassthrough {
-			a.passthrough = true
-			a.backendUser = u.Name
-			if u.BackendUser != "" {
-				a.backendUser = u.BackendUser
-			}
-			switch {
-			case u.BackendPassword != "":
-				a.backend.Store(&pool.Account{User: a.backendUser, Stage1: pool.NativeStage1(u.BackendPassword)})
-			case u.Plain != "" || a.empty:
-				a.backend.Store(&pool.Account{User: a.backendUser, Stage1: pool.NativeStage1(u.Plain)})
-			}
-		}
-		s.accounts[u.Name] = a
+		s.accounts[u.Name] = newAccount(u, id)
 	}
 	return s
+}
+
+// newAccount is the account of a configured (or looked-up) user.
+func newAccount(u User, id Identity) *account {
+	a := &account{name: u.Name, stage2: u.NativeHash, empty: len(u.NativeHash) == 0 && u.Plain == ""}
+	if u.Plain != "" {
+		a.stage2 = nativeStage2([]byte(u.Plain))
+		h := sha2Double([]byte(u.Plain))
+		a.sha2.Store(&h)
+	}
+	if id == IdentityPassthrough {
+		a.passthrough = true
+		a.backendUser = u.Name
+		if u.BackendUser != "" {
+			a.backendUser = u.BackendUser
+		}
+		switch {
+		case u.BackendPassword != "":
+			a.backend.Store(&pool.Account{User: a.backendUser, Stage1: pool.NativeStage1(u.BackendPassword)})
+		case u.Plain != "" || a.empty:
+			a.backend.Store(&pool.Account{User: a.backendUser, Stage1: pool.NativeStage1(u.Plain)})
+		}
+	}
+	return a
 }
 
 func nativeStage2(pw []byte) []byte {

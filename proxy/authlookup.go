@@ -80,7 +80,7 @@ func (c *lookupCache) get(ctx context.Context, user string) (*account, error) {
 		if hadPrev && prev.acct != nil && string(prev.acct.stage2) == string(hash) && prev.acct.empty == (hash == nil) {
 			acct = prev.acct // unchanged: keep what logins learnt
 		} else {
-			acct = newUserStore([]User{{Name: user, NativeHash: hash}}, c.identity).accounts[user]
+			acct = newAccount(User{Name: user, NativeHash: hash}, c.identity)
 		}
 	}
 	c.mu.Lock()

@@ -13,13 +13,13 @@ import (
 	"github.com/tpproxy/tpproxy/proxy"
 )
 
-// newHashLookup opens the auth_lookup account's connection to the backend
-// (at most two, opened when first needed) and returns the lookup and its
-// closer. It returns nil when auth_lookup is off.
-func newHashLookup(cfg *config.Config) (proxy.HashLookup, func(), error) {
+// newHashLookup opens the auth_lookup account's connections to the backend
+// (at most two, opened when first needed; they live as long as the
+// process) and returns the lookup, nil when auth_lookup is off.
+func newHashLookup(cfg *config.Config) (proxy.HashLookup, error) {
 	al := cfg.AuthLookup
 	if al.User == "" {
-		return nil, func() {}, nil
+		return nil, nil
 	}
 	mc := mysql.NewConfig()
 	mc.User, mc.Passwd = al.User, al.Password
@@ -32,7 +32,7 @@ func newHashLookup(cfg *config.Config) (proxy.HashLookup, func(), error) {
 	case config.TLSRequired:
 		tc, err := cfg.Backend.TLSConfig()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		mc.TLS = tc
 	case config.TLSPreferred:
@@ -40,7 +40,7 @@ func newHashLookup(cfg *config.Config) (proxy.HashLookup, func(), error) {
 	}
 	connector, err := mysql.NewConnector(mc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("auth_lookup: %w", err)
+		return nil, fmt.Errorf("auth_lookup: %w", err)
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(2)
@@ -68,5 +68,5 @@ func newHashLookup(cfg *config.Config) (proxy.HashLookup, func(), error) {
 		}
 		return hash, true, nil
 	}
-	return lookup, func() { _ = db.Close() }, nil
+	return lookup, nil
 }

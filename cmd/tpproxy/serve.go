@@ -335,8 +335,7 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 	if err != nil {
 		return proxy.Config{}, err
 	}
-	// The lookup's connections live as long as the process.
-	lookup, _, err := newHashLookup(cfg)
+	lookup, err := newHashLookup(cfg)
 	if err != nil {
 		return proxy.Config{}, err
 	}

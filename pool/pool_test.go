@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { os.Exit(proxytest.Run(m, &env, sandbox.Options{}))
 func newPool(t testing.TB, mod func(*pool.Config)) *pool.Pool {
 	t.Helper()
 	cfg := pool.DefaultConfig()
-	cfg.Addr = env.Server.Addr
+	cfg.Addr = env.Server(t).Addr
 	cfg.User, cfg.Password = proxytest.User, proxytest.Password
 	cfg.Size = 2
 	cfg.AcquireTimeout = 2 * time.Second
@@ -190,7 +190,7 @@ func TestWrongBackendPasswordIsReported(t *testing.T) {
 }
 
 func TestBackendOutageAndRecovery(t *testing.T) {
-	sw := newSwitch(t, env.Server.Addr)
+	sw := newSwitch(t, env.Server(t).Addr)
 	p := newPool(t, func(c *pool.Config) {
 		c.Addr = sw.addr()
 		c.Size = 2

@@ -72,9 +72,7 @@ func TestReadyBackendRestart(t *testing.T) {
 	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv, err := sandbox.Start(startCtx, sandbox.Options{BaseDir: dir, KeepDataDir: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	proxytest.CheckStart(t, err)
 	var mu sync.Mutex // srv is replaced on restart; Cleanup stops the one running
 	t.Cleanup(func() {
 		mu.Lock()

@@ -29,9 +29,7 @@ func TestBackendTLS(t *testing.T) {
 	srv, err := sandbox.Start(ctx, sandbox.Options{ServerOptions: []string{
 		"ssl_ca=" + caFile, "ssl_cert=" + certFile, "ssl_key=" + keyFile,
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	proxytest.CheckStart(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -124,7 +124,7 @@ func BenchmarkTransactionThroughProxy(b *testing.B) {
 // BenchmarkPointSelectDirect is BenchmarkPointSelectThroughProxy without
 // the proxy: the difference is the proxy's cost per round trip.
 func BenchmarkPointSelectDirect(b *testing.B) {
-	c := dialRaw(b, env.Server.Addr, proxytest.DB)
+	c := dialRaw(b, env.Server(b).Addr, proxytest.DB)
 	c.query(b, []byte("CREATE TABLE IF NOT EXISTS bench_ps (id INT PRIMARY KEY, c CHAR(120))"))
 	c.query(b, []byte("REPLACE INTO bench_ps VALUES (1, REPEAT('x', 120))"))
 	q := []byte("SELECT c FROM bench_ps WHERE id=1")
@@ -250,5 +250,5 @@ func BenchmarkPreparedPointSelectThroughProxy(b *testing.B) {
 
 // BenchmarkPreparedPointSelectDirect is the same without the proxy.
 func BenchmarkPreparedPointSelectDirect(b *testing.B) {
-	benchPrepared(b, env.Server.Addr)
+	benchPrepared(b, env.Server(b).Addr)
 }

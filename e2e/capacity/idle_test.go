@@ -55,7 +55,7 @@ backend:
   pool_size: 16
 log:
   level: warn
-`, port, idleClients+100, proxytest.User, proxytest.Password, env.Server.Addr, proxytest.User, proxytest.Password))
+`, port, idleClients+100, proxytest.User, proxytest.Password, env.Server(t).Addr, proxytest.User, proxytest.Password))
 	cmd := exec.Command(bin, "serve", "--config", cfg)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

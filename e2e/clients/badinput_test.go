@@ -49,7 +49,7 @@ func TestBadLogin(t *testing.T) {
 				t.Errorf("through the proxy: %v\nwant: Error %d (%s): %s", err, c.code, c.state, c.msg)
 			}
 			// The server says the same.
-			direct := env.Server.DSN(c.user, c.password, c.db)
+			direct := env.Server(t).DSN(c.user, c.password, c.db)
 			dcode, dstate, dmsg := mysqlErr(pingErr(ctx, direct))
 			if dcode != code || dstate != state || dmsg != msg {
 				t.Errorf("server: Error %d (%s): %s; proxy: Error %d (%s): %s", dcode, dstate, dmsg, code, state, msg)
@@ -439,7 +439,7 @@ func TestMalformedCommands(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			server := probe(t, ctx, env.Server.Addr, c.send)
+			server := probe(t, ctx, env.Server(t).Addr, c.send)
 			proxy := probe(t, ctx, px.Addr, c.send)
 			t.Logf("server: %v; proxy: %v", server, proxy)
 			if proxy.kind == "hang" {
@@ -473,7 +473,7 @@ func TestOutOfOrderPacket(t *testing.T) {
 		c.seq = 6
 		return c.writeRawBytes([]byte{9, 0, 0, 5, comQuery, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1'})
 	}
-	server := probe(t, ctx, env.Server.Addr, send)
+	server := probe(t, ctx, env.Server(t).Addr, send)
 	proxy := probe(t, ctx, px.Addr, send)
 	t.Logf("server: %v; proxy: %v", server, proxy)
 	if proxy.kind == "hang" {

@@ -57,7 +57,7 @@ func TestMariaDBCLI(t *testing.T) {
 
 	// The same script runs directly and through the proxy, one after the
 	// other: it creates and drops the same table.
-	directOut, directErr := runCLI(t, bin, env.Server.Port, cliScript)
+	directOut, directErr := runCLI(t, bin, env.Server(t).Port, cliScript)
 	proxyOut, proxyErr := runCLI(t, bin, px.Port, cliScript)
 
 	if !strings.Contains(proxyOut, "end_marker") || !strings.Contains(proxyOut, "done") {
@@ -72,7 +72,7 @@ func TestMariaDBCLI(t *testing.T) {
 	if !strings.Contains(proxyErr, "ERROR 1062 (23000)") {
 		t.Errorf("proxy stderr lacks the duplicate-key error:\n%s", proxyErr)
 	}
-	if got, want := normaliseCLI(proxyOut, px.Port), normaliseCLI(directOut, env.Server.Port); got != want {
+	if got, want := normaliseCLI(proxyOut, px.Port), normaliseCLI(directOut, env.Server(t).Port); got != want {
 		t.Errorf("output through the proxy differs from the server's:\n%s", lineDiff(want, got))
 	}
 	if proxyErr != directErr {

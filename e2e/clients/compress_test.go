@@ -21,7 +21,7 @@ func TestCompressedClients(t *testing.T) {
 	px := env.StartProxy(t)
 	t.Run("zlib", func(t *testing.T) {
 		for _, dsn := range []string{
-			env.Server.DSN(proxytest.User, proxytest.Password, proxytest.DB, "compress=true"),
+			env.Server(t).DSN(proxytest.User, proxytest.Password, proxytest.DB, "compress=true"),
 			px.DSN("compress=true"),
 		} {
 			db, err := sql.Open("mysql", dsn)

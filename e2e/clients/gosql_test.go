@@ -21,7 +21,7 @@ import (
 // when t ends.
 func openDirect(t testing.TB, params ...string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("mysql", env.DirectDSN(append([]string{"interpolateParams=true"}, params...)...))
+	db, err := sql.Open("mysql", env.DirectDSN(t, append([]string{"interpolateParams=true"}, params...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +622,7 @@ func TestConnectionCharsets(t *testing.T) {
 	var sessions []pair
 	for _, id := range ids {
 		o := rawOptions{User: "app", Password: "secret", DB: proxytest.DB, Collation: id}
-		sessions = append(sessions, pair{mustRaw(t, ctx, px.Addr, o), mustRaw(t, ctx, env.Server.Addr, o)})
+		sessions = append(sessions, pair{mustRaw(t, ctx, px.Addr, o), mustRaw(t, ctx, env.Server(t).Addr, o)})
 	}
 	for round := range 2 {
 		for i, s := range sessions {

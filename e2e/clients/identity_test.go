@@ -31,7 +31,7 @@ func identityFixture(t *testing.T, prefix string) string {
 		"GRANT SELECT ON "+db+".* TO '"+prefix+"_ro'@'%'")
 	serverExec(t, stmts...)
 	t.Cleanup(func() {
-		_ = env.Server.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db,
+		_ = env.Server(t).Exec(context.Background(), "DROP DATABASE IF EXISTS "+db,
 			"DROP USER IF EXISTS '"+prefix+"_rw'@'%'", "DROP USER IF EXISTS '"+prefix+"_ro'@'%'")
 	})
 	return db
@@ -113,7 +113,7 @@ func TestIdentityPassthrough(t *testing.T) {
 	for _, user := range []string{"idp_ro", "idp_rw", "idp_ro"} { // ro again: on connections rw used last
 		t.Run(user, func(t *testing.T) {
 			pw := user + "-pw"
-			direct := openDB(t, env.Server.DSN(user, pw, db))
+			direct := openDB(t, env.Server(t).DSN(user, pw, db))
 			through := openDB(t, px.DSNFor(user, pw, db))
 			dc, err := direct.Conn(ctx)
 			if err != nil {
@@ -245,7 +245,7 @@ func TestIdentityAccountsShareThePool(t *testing.T) {
 	serverExec(t, stmts...)
 	t.Cleanup(func() {
 		for _, u := range append(users, "ids_bad", "ids_pool") {
-			_ = env.Server.Exec(context.Background(), "DROP USER IF EXISTS '"+u+"'@'%'")
+			_ = env.Server(t).Exec(context.Background(), "DROP USER IF EXISTS '"+u+"'@'%'")
 		}
 	})
 	px := env.StartProxy(t, func(o *proxytest.Options) {
@@ -391,7 +391,7 @@ func TestIdentityService(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want string
-	if err := openDB(t, env.DirectDSN()).QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&want); err != nil {
+	if err := openDB(t, env.DirectDSN(t)).QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&want); err != nil {
 		t.Fatal(err)
 	}
 	if cu != want {

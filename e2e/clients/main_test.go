@@ -90,7 +90,7 @@ func serverExec(t testing.TB, stmts ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := env.Server.Exec(ctx, stmts...); err != nil {
+	if err := env.Server(t).Exec(ctx, stmts...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -188,7 +188,7 @@ func TestFieldList(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	viaProxy, direct := connect(px.Addr), connect(env.Server.Addr)
+	viaProxy, direct := connect(px.Addr), connect(env.Server(t).Addr)
 	describe := func(fs []*gomysql.Field) []string {
 		var out []string
 		for _, f := range fs {
@@ -311,9 +311,9 @@ func TestSetOptionMultiStatements(t *testing.T) {
 	noMulti := login
 	noMulti.NoMultiStatements = true
 	cNo := mustRaw(t, ctx, px.Addr, noMulti)
-	direct := mustRaw(t, ctx, env.Server.Addr, login)
-	directB := mustRaw(t, ctx, env.Server.Addr, login)
-	directNo := mustRaw(t, ctx, env.Server.Addr, noMulti)
+	direct := mustRaw(t, ctx, env.Server(t).Addr, login)
+	directB := mustRaw(t, ctx, env.Server(t).Addr, login)
+	directNo := mustRaw(t, ctx, env.Server(t).Addr, noMulti)
 
 	check := func(step string, c, server *rawConn) {
 		t.Helper()

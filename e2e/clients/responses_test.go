@@ -103,7 +103,7 @@ func TestResponsesMatchServer(t *testing.T) {
 		serverExec(t, "DROP DATABASE IF EXISTS tpproxy_resp_direct", "DROP DATABASE IF EXISTS tpproxy_resp_proxy")
 	})
 	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
-	direct := mustRaw(t, ctx, env.Server.Addr, rawOptions{User: "app", Password: "secret", DB: "tpproxy_resp_direct"})
+	direct := mustRaw(t, ctx, env.Server(t).Addr, rawOptions{User: "app", Password: "secret", DB: "tpproxy_resp_direct"})
 	viaProxy := mustRaw(t, ctx, px.Addr, rawOptions{User: "app", Password: "secret", DB: "tpproxy_resp_proxy"})
 	// Another session keeps the proxy's backends busy in between.
 	other := mustRaw(t, ctx, px.Addr, rawOptions{User: "app", Password: "secret", DB: proxytest.DB})

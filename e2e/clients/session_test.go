@@ -89,7 +89,7 @@ func TestResetConnection(t *testing.T) {
 		}
 		return out
 	}
-	want := run(env.Server.Addr, func() {})
+	want := run(env.Server(t).Addr, func() {})
 	got := run(px.Addr, func() {
 		if st := px.Server.Stats(); st.Pinned != 0 {
 			t.Errorf("%d sessions still pinned after the reset", st.Pinned)
@@ -157,7 +157,7 @@ func TestChangeUser(t *testing.T) {
 	}
 
 	for _, to := range []step{{"other", "otherpw", proxytest.DB}, {"app", "secret", ""}, {"other", "otherpw", "tpproxy_cli_other"}} {
-		want, err := run(env.Server.Addr, to, func(*rawConn) {})
+		want, err := run(env.Server(t).Addr, to, func(*rawConn) {})
 		if err != nil {
 			t.Fatalf("server: change user to %s: %v", to.user, err)
 		}
@@ -182,7 +182,7 @@ func TestChangeUser(t *testing.T) {
 	}
 
 	// A wrong password is refused with the server's error.
-	for _, addr := range []string{env.Server.Addr, px.Addr} {
+	for _, addr := range []string{env.Server(t).Addr, px.Addr} {
 		c := mustRaw(t, ctx, addr, rawOptions{User: "app", Password: "secret", DB: proxytest.DB})
 		err := c.changeUser("other", "wrong", proxytest.DB)
 		se := asServerError(err)

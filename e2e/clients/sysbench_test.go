@@ -46,7 +46,7 @@ func TestSysbenchOLTPReadWrite(t *testing.T) {
 	}
 
 	// Tables are prepared directly: loading them is not what is tested.
-	sysbench(2*time.Minute, append(common(env.Server.Port), "--threads=4", "prepare")...)
+	sysbench(2*time.Minute, append(common(env.Server(t).Port), "--threads=4", "prepare")...)
 
 	// InnoDB may pick a deadlock victim now and then in this workload,
 	// with or without a proxy; sysbench ignores those (error 1213). Only

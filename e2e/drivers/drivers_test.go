@@ -237,10 +237,10 @@ func TestDrivers(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := env.Server.CreateUser(ctx, user2, password2); err != nil {
+	if err := env.Server(t).CreateUser(ctx, user2, password2); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Server.CreateDatabase(ctx, db2); err != nil {
+	if err := env.Server(t).CreateDatabase(ctx, db2); err != nil {
 		t.Fatal(err)
 	}
 	g := snapshotGlobals(t)
@@ -274,7 +274,7 @@ func TestDrivers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			phase.RLock()
-			runMode(t, g, dr.d.name, "direct", dr.argv, env.Server.Addr, shared, dr.direct)
+			runMode(t, g, dr.d.name, "direct", dr.argv, env.Server(t).Addr, shared, dr.direct)
 			runMode(t, g, dr.d.name, "proxy", dr.argv, dr.px.Addr, shared, dr.through)
 			phase.RUnlock()
 			if len(exclusive) == 0 {
@@ -282,7 +282,7 @@ func TestDrivers(t *testing.T) {
 			}
 			phase.Lock()
 			defer phase.Unlock()
-			runMode(t, g, dr.d.name, "direct", dr.argv, env.Server.Addr, exclusive, dr.direct)
+			runMode(t, g, dr.d.name, "direct", dr.argv, env.Server(t).Addr, exclusive, dr.direct)
 			runMode(t, g, dr.d.name, "proxy", dr.argv, dr.px.Addr, exclusive, dr.through)
 		}()
 	}
@@ -414,7 +414,7 @@ func (g globals) restore(tb testing.TB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := env.Server.Exec(ctx, stmts...); err != nil {
+	if err := env.Server(tb).Exec(ctx, stmts...); err != nil {
 		tb.Errorf("restore globals: %v", err)
 	}
 }

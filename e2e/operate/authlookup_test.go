@@ -16,7 +16,7 @@ import (
 // once the TTL has passed and the new one works.
 func TestAuthLookup(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
-	if err := env.Server.Exec(ctx,
+	if err := env.Server(t).Exec(ctx,
 		"DROP USER IF EXISTS 'tp_lookup'@'%'", "DROP USER IF EXISTS 'lk_user'@'%'",
 		"CREATE USER 'tp_lookup'@'%' IDENTIFIED BY 'lookup-pw'", "GRANT SELECT ON mysql.user TO 'tp_lookup'@'%'",
 		"CREATE USER 'lk_user'@'%' IDENTIFIED BY 'pw1'", "GRANT SELECT ON "+proxytest.DB+".* TO 'lk_user'@'%'",
@@ -24,7 +24,7 @@ func TestAuthLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = env.Server.Exec(context.Background(), "DROP USER IF EXISTS 'tp_lookup'@'%'", "DROP USER IF EXISTS 'lk_user'@'%'")
+		_ = env.Server(t).Exec(context.Background(), "DROP USER IF EXISTS 'tp_lookup'@'%'", "DROP USER IF EXISTS 'lk_user'@'%'")
 	})
 	s := defaults(t)
 	s.Extra = "auth_lookup:\n  user: tp_lookup\n  password: lookup-pw\n  ttl: 1s\n"
@@ -54,7 +54,7 @@ func TestAuthLookup(t *testing.T) {
 		t.Errorf("the configured user: %q, %v", cu, err)
 	}
 
-	if err := env.Server.Exec(ctx, "ALTER USER 'lk_user'@'%' IDENTIFIED BY 'pw2'"); err != nil {
+	if err := env.Server(t).Exec(ctx, "ALTER USER 'lk_user'@'%' IDENTIFIED BY 'pw2'"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(1500 * time.Millisecond) // the TTL

@@ -121,7 +121,7 @@ admin:
 func defaults(t *testing.T) settings {
 	return settings{
 		Port: freePort(t), AdminPort: freePort(t), HTTPPort: freePort(t),
-		Backend: env.Server.Addr, PoolSize: 4, GroupSize: 2, Oversubscribe: 3,
+		Backend: env.Server(t).Addr, PoolSize: 4, GroupSize: 2, Oversubscribe: 3,
 		ShutdownTimeout: "20s", SlowQueue: "1s", Watch: true,
 	}
 }

@@ -30,9 +30,7 @@ func TestReadinessFollowsBackend(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		srv, err := sandbox.Start(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		proxytest.CheckStart(t, err)
 		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
 		return srv
 	}

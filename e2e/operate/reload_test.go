@@ -163,7 +163,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	stop := load(t, db, 8)
 
 	// The server account ops runs as (backend.identity passthrough).
-	if err := env.Server.Exec(ctxT(t, time.Minute), "CREATE USER IF NOT EXISTS 'ops'@'%' IDENTIFIED BY 'opspw'",
+	if err := env.Server(t).Exec(ctxT(t, time.Minute), "CREATE USER IF NOT EXISTS 'ops'@'%' IDENTIFIED BY 'opspw'",
 		"GRANT ALL ON "+proxytest.DB+".* TO 'ops'@'%'"); err != nil {
 		t.Fatal(err)
 	}

@@ -34,17 +34,17 @@ func TestUpgradeTakeover(t *testing.T) {
 		t.Skip("sysbench not installed")
 	}
 	ctx := ctxT(t, 3*time.Minute)
-	if err := env.Server.Exec(ctx, "DROP DATABASE IF EXISTS "+upgradeDB, "CREATE DATABASE "+upgradeDB); err != nil {
+	if err := env.Server(t).Exec(ctx, "DROP DATABASE IF EXISTS "+upgradeDB, "CREATE DATABASE "+upgradeDB); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Server.Exec(context.Background(), "DROP DATABASE IF EXISTS "+upgradeDB) })
+	t.Cleanup(func() { _ = env.Server(t).Exec(context.Background(), "DROP DATABASE IF EXISTS "+upgradeDB) })
 	args := func(port int) []string {
 		return []string{"oltp_read_only", "--db-driver=mysql", "--mysql-host=127.0.0.1",
 			"--mysql-port=" + strconv.Itoa(port), "--mysql-user=" + proxytest.User,
 			"--mysql-password=" + proxytest.Password, "--mysql-db=" + upgradeDB,
 			"--tables=2", "--table-size=10000", "--db-ps-mode=disable"}
 	}
-	if out, err := exec.CommandContext(ctx, bin, append(args(env.Server.Port), "--threads=2", "prepare")...).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, bin, append(args(env.Server(t).Port), "--threads=2", "prepare")...).CombinedOutput(); err != nil {
 		t.Fatalf("sysbench prepare: %v\n%s", err, out)
 	}
 

@@ -82,7 +82,7 @@ func TestKillPreparedQuery(t *testing.T) {
 	px := env.StartProxy(t)
 	t.Cleanup(func() { killSleepers(t, root) })
 	var want outcome
-	for _, tg := range []struct{ name, dsn string }{{"direct", directPSDSN()}, {"proxy", psDSN(px)}} {
+	for _, tg := range []struct{ name, dsn string }{{"direct", directPSDSN(t)}, {"proxy", psDSN(px)}} {
 		t.Run(tg.name, func(t *testing.T) {
 			target, killer := openSession(t, tg.dsn), openSession(t, tg.dsn)
 			sleep := target.prepare(t, "SELECT SLEEP(?)")
@@ -159,7 +159,7 @@ func TestKilledBackendUnderCursor(t *testing.T) {
 	root := env.Root(t)
 	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
 	c := rawConnect(t, px.Addr)
-	st := c.mustPrepare(t, cursorQuery(), 0)
+	st := c.mustPrepare(t, cursorQuery(t), 0)
 	res, err := c.execute(executePacket(st.ID, cursorReadOnly, false, nil))
 	if err != nil || res.Err != nil || res.HeaderStatus&statusCursorExists == 0 {
 		t.Fatalf("open a cursor: %v %v status %#x", err, res.Err, res.HeaderStatus)
@@ -176,7 +176,7 @@ func TestKilledBackendUnderCursor(t *testing.T) {
 	}
 
 	d := rawConnect(t, px.Addr)
-	st = d.mustPrepare(t, cursorQuery(), 0)
+	st = d.mustPrepare(t, cursorQuery(t), 0)
 	res, err = d.execute(executePacket(st.ID, cursorReadOnly, false, nil))
 	if err != nil || res.Err != nil || res.HeaderStatus&statusCursorExists == 0 {
 		t.Fatalf("a new cursor after the kill: %v %v status %#x", err, res.Err, res.HeaderStatus)

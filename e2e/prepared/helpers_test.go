@@ -78,8 +78,8 @@ func psDSN(px *proxytest.Proxy, params ...string) string {
 }
 
 // directPSDSN is the same for the server itself.
-func directPSDSN(params ...string) string {
-	return env.DirectDSN(append([]string{psParams}, params...)...)
+func directPSDSN(t testing.TB, params ...string) string {
+	return env.DirectDSN(t, append([]string{psParams}, params...)...)
 }
 
 // openDB opens a go-sql-driver handle, closed when t ends.
@@ -359,7 +359,7 @@ func waitUnpinned(t testing.TB, px *proxytest.Proxy, id uint32) {
 }
 
 // isMySQL reports a MySQL server (MariaDB otherwise).
-func isMySQL() bool { return env.Server.Flavor == sandbox.MySQL }
+func isMySQL(t testing.TB) bool { return env.Server(t).Flavor == sandbox.MySQL }
 
 // target is where a test's client connects: the proxy, or the server
 // itself to show that the expectations are the server's own behaviour.
@@ -369,7 +369,7 @@ type target struct {
 	px   *proxytest.Proxy // nil for the server itself
 }
 
-func directTarget() target { return target{name: "direct", addr: env.Server.Addr} }
+func directTarget(t testing.TB) target { return target{name: "direct", addr: env.Server(t).Addr} }
 
 func proxyTarget(px *proxytest.Proxy) target { return target{name: "proxy", addr: px.Addr, px: px} }
 

@@ -37,7 +37,7 @@ func TestLargeArgument(t *testing.T) {
 		{"send long data", "maxAllowedPacket=4194304"},
 	} {
 		for _, tg := range []struct{ name, dsn string }{
-			{"direct", directPSDSN(mode.maxPacket)},
+			{"direct", directPSDSN(t, mode.maxPacket)},
 			{"proxy", psDSN(px, mode.maxPacket)},
 		} {
 			id++
@@ -76,7 +76,7 @@ func TestLargePrepare(t *testing.T) {
 	px := env.StartProxy(t)
 	literal := strings.Repeat("tpproxy-", (17<<20)/8)
 	q := "SELECT LENGTH('" + literal + "'), CONCAT(?, '!')"
-	for _, tg := range []target{directTarget(), proxyTarget(px)} {
+	for _, tg := range []target{directTarget(t), proxyTarget(px)} {
 		t.Run(tg.name, func(t *testing.T) {
 			for i := range 2 {
 				c := rawConnect(t, tg.addr)

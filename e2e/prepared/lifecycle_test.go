@@ -16,7 +16,7 @@ import (
 // answers ERR 1243, and a statement prepared afterwards works.
 func TestStatementsEndWithSession(t *testing.T) {
 	px := env.StartProxy(t)
-	for _, tg := range []target{directTarget(), proxyTarget(px)} {
+	for _, tg := range []target{directTarget(t), proxyTarget(px)} {
 		t.Run(tg.name, func(t *testing.T) {
 			c := rawConnect(t, tg.addr)
 			for _, step := range []struct {
@@ -100,8 +100,8 @@ func TestCloseSharedStatement(t *testing.T) {
 func TestManyParameters(t *testing.T) {
 	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
 	const params = 1000
-	q := "SELECT COUNT(*), SUM(seq) FROM " + seqTable(2*params+8) + " WHERE seq IN (?" + strings.Repeat(", ?", params-1) + ")"
-	for _, tg := range []target{directTarget(), proxyTarget(px)} {
+	q := "SELECT COUNT(*), SUM(seq) FROM " + seqTable(t, 2*params+8) + " WHERE seq IN (?" + strings.Repeat(", ?", params-1) + ")"
+	for _, tg := range []target{directTarget(t), proxyTarget(px)} {
 		t.Run(tg.name, func(t *testing.T) {
 			var sw *backendSwitch
 			if tg.px != nil {
@@ -135,8 +135,8 @@ func TestManyParameters(t *testing.T) {
 }
 
 // seqTable is a table of the integers 1..n.
-func seqTable(n int) string {
-	if isMySQL() {
+func seqTable(t testing.TB, n int) string {
+	if isMySQL(t) {
 		return fmt.Sprintf("(WITH RECURSIVE s (seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM s WHERE seq < %d) SELECT seq FROM s) AS s", n)
 	}
 	return fmt.Sprintf("seq_1_to_%d", n)

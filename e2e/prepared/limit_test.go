@@ -20,11 +20,11 @@ func TestPrepareCloseLoopUnderLowLimit(t *testing.T) {
 	px := env.StartProxy(t)
 	// Another application holds 18 of the 20 statements the whole time:
 	// what tpproxy caches must give way.
-	other := openSession(t, directPSDSN())
+	other := openSession(t, directPSDSN(t))
 	for i := range 18 {
 		other.prepare(t, fmt.Sprintf("SELECT 'held %d', ?", i))
 	}
-	for _, dsn := range []string{directPSDSN(), psDSN(px)} {
+	for _, dsn := range []string{directPSDSN(t), psDSN(px)} {
 		s := openSession(t, dsn)
 		for i := range 200 {
 			ctx, cancel := opCtx()

@@ -89,7 +89,7 @@ func TestExecuteWithoutTypesOnOtherBackend(t *testing.T) {
 // executes land on whichever backend is free.
 func TestExecuteWithoutTypesConcurrent(t *testing.T) {
 	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
-	for _, tg := range []target{directTarget(), proxyTarget(px)} {
+	for _, tg := range []target{directTarget(t), proxyTarget(px)} {
 		t.Run(tg.name, func(t *testing.T) {
 			const sessions, rounds = 6, 50
 			conns := make([]*rawConn, sessions)
@@ -158,7 +158,7 @@ func runConcurrentUntyped(t *testing.T, conns []*rawConn, stmts []stmt, rounds i
 // FETCH answer ERR 1243 like the server, and CLOSE answers nothing.
 func TestUnknownStatementID(t *testing.T) {
 	px := env.StartProxy(t)
-	for _, tg := range []target{directTarget(), proxyTarget(px)} {
+	for _, tg := range []target{directTarget(t), proxyTarget(px)} {
 		t.Run(tg.name, func(t *testing.T) {
 			c := rawConnect(t, tg.addr)
 			closed := c.mustPrepare(t, "SELECT ?", 1)
@@ -205,7 +205,7 @@ func TestMalformedExecute(t *testing.T) {
 	if _, err := rand.Read(long); err != nil {
 		t.Fatal(err)
 	}
-	for _, tg := range []target{directTarget(), proxyTarget(px)} {
+	for _, tg := range []target{directTarget(t), proxyTarget(px)} {
 		t.Run(tg.name, func(t *testing.T) {
 			c := rawConnect(t, tg.addr)
 
@@ -292,7 +292,7 @@ func TestSendLongData(t *testing.T) {
 		t.Fatal(err)
 	}
 	bigHex := []byte(hex.EncodeToString(big))
-	for _, tg := range []target{directTarget(), proxyTarget(px)} {
+	for _, tg := range []target{directTarget(t), proxyTarget(px)} {
 		t.Run(tg.name, func(t *testing.T) {
 			c := rawConnect(t, tg.addr)
 			other := rawConnect(t, tg.addr)
@@ -345,8 +345,8 @@ func TestSendLongData(t *testing.T) {
 }
 
 // cursorQuery returns 1..100 in order.
-func cursorQuery() string {
-	if isMySQL() {
+func cursorQuery(t testing.TB) string {
+	if isMySQL(t) {
 		return "WITH RECURSIVE s (seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM s WHERE seq < 100) SELECT seq FROM s"
 	}
 	return "SELECT seq FROM seq_1_to_100" // MariaDB's SEQUENCE engine
@@ -365,10 +365,10 @@ func TestCursor(t *testing.T) {
 	for i := range want {
 		want[i] = strconv.Itoa(i + 1)
 	}
-	for _, tg := range []target{directTarget(), proxyTarget(px)} {
+	for _, tg := range []target{directTarget(t), proxyTarget(px)} {
 		t.Run(tg.name, func(t *testing.T) {
 			c := rawConnect(t, tg.addr)
-			st := c.mustPrepare(t, cursorQuery(), 0)
+			st := c.mustPrepare(t, cursorQuery(t), 0)
 
 			res, err := c.execute(executePacket(st.ID, cursorNone, false, nil))
 			if err != nil || res.Err != nil {
@@ -442,7 +442,7 @@ func TestCursor(t *testing.T) {
 
 			// Two statements of the same SQL text in one session have
 			// cursors of their own (a nested loop over the same query).
-			st2 := c.mustPrepare(t, cursorQuery(), 0)
+			st2 := c.mustPrepare(t, cursorQuery(t), 0)
 			var got1, got2 []string
 			for _, x := range []struct {
 				st   stmt

@@ -36,7 +36,7 @@ func TestStatementKeepsPrepareSchema(t *testing.T) {
 		name string
 		dsn  func(db string) string
 	}{
-		{"direct", func(db string) string { return env.Server.DSN(proxytest.User, proxytest.Password, db, psParams) }},
+		{"direct", func(db string) string { return env.Server(t).DSN(proxytest.User, proxytest.Password, db, psParams) }},
 		{"proxy", func(db string) string { return px.DSNFor(proxytest.User, proxytest.Password, db, psParams) }},
 	} {
 		t.Run(tg.name, func(t *testing.T) {

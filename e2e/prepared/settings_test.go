@@ -23,7 +23,7 @@ func TestPrepareDependsOnSessionSettings(t *testing.T) {
 		name string
 		dsn  func(params ...string) string
 	}{
-		{"direct", directPSDSN},
+		{"direct", func(params ...string) string { return directPSDSN(t, params...) }},
 		{"proxy", func(params ...string) string { return psDSN(px, params...) }},
 	} {
 		t.Run(tg.name, func(t *testing.T) {
@@ -138,7 +138,7 @@ func TestPreparedStatementsChangeSessionState(t *testing.T) {
 		tmp.Close()
 
 		// A prepared BEGIN (sysbench prepares BEGIN and COMMIT).
-		addr := env.Server.Addr
+		addr := env.Server(t).Addr
 		if px != nil {
 			addr = px.Addr
 		}

@@ -12,7 +12,7 @@ import (
 // stateTargets runs f against the server itself (px nil) and through a
 // proxy with a pool of two, whose connections a backendSwitch can control.
 func stateTargets(t *testing.T, f func(t *testing.T, px *proxytest.Proxy, dsn string)) {
-	t.Run("direct", func(t *testing.T) { f(t, nil, directPSDSN()) })
+	t.Run("direct", func(t *testing.T) { f(t, nil, directPSDSN(t)) })
 	t.Run("proxy", func(t *testing.T) {
 		px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
 		f(t, px, psDSN(px))
@@ -230,7 +230,7 @@ func TestStatementsSurviveBackendReset(t *testing.T) {
 
 	before = px.Pool.Stats()
 	cur := rawConnect(t, px.Addr)
-	cst := cur.mustPrepare(t, cursorQuery(), 0)
+	cst := cur.mustPrepare(t, cursorQuery(t), 0)
 	if res, err := cur.execute(executePacket(cst.ID, cursorReadOnly, false, nil)); err != nil || res.Err != nil {
 		t.Fatalf("open a cursor: %v %v", err, res.Err)
 	}
@@ -263,7 +263,7 @@ func TestStatementsSurviveBackendReset(t *testing.T) {
 func TestPrepareErrorsAndDDL(t *testing.T) {
 	root := env.Root(t)
 	px := env.StartProxy(t)
-	for _, tg := range []target{directTarget(), proxyTarget(px)} {
+	for _, tg := range []target{directTarget(t), proxyTarget(px)} {
 		t.Run(tg.name, func(t *testing.T) {
 			rootExec(t, root, "DROP TABLE IF EXISTS tpproxy_test.ps_ddl")
 			t.Cleanup(func() { rootExec(t, root, "DROP TABLE IF EXISTS tpproxy_test.ps_ddl") })
@@ -338,7 +338,7 @@ func TestPreparedCall(t *testing.T) {
 		END`)
 	t.Cleanup(func() { rootExec(t, root, "DROP PROCEDURE IF EXISTS tpproxy_test.ps_proc") })
 	px := env.StartProxy(t)
-	for _, tg := range []struct{ name, dsn string }{{"direct", directPSDSN()}, {"proxy", psDSN(px)}} {
+	for _, tg := range []struct{ name, dsn string }{{"direct", directPSDSN(t)}, {"proxy", psDSN(px)}} {
 		t.Run(tg.name, func(t *testing.T) {
 			s := openSession(t, tg.dsn)
 			call := s.prepare(t, "CALL ps_proc(?)")

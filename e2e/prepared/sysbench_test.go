@@ -71,7 +71,7 @@ func TestSysbenchPrepared(t *testing.T) {
 		return string(out)
 	}
 	// Tables are prepared directly: loading them is not what is tested.
-	sysbench(2*time.Minute, append(common(env.Server.Port), "--threads=4", "prepare")...)
+	sysbench(2*time.Minute, append(common(env.Server(t).Port), "--threads=4", "prepare")...)
 
 	waitNoServerStatements(t, root)
 	px := env.StartProxy(t, func(o *proxytest.Options) {

@@ -19,7 +19,7 @@ func TestDeadlockInPreparedTransaction(t *testing.T) {
 	root := env.Root(t)
 	px := env.StartProxy(t)
 	for _, tg := range []struct{ name, dsn string }{
-		{"direct", directPSDSN("innodb_lock_wait_timeout=30")},
+		{"direct", directPSDSN(t, "innodb_lock_wait_timeout=30")},
 		{"proxy", psDSN(px, "innodb_lock_wait_timeout=30")},
 	} {
 		t.Run(tg.name, func(t *testing.T) {

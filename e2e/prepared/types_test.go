@@ -191,7 +191,7 @@ func TestTypeRoundTrip(t *testing.T) {
 		dsn     string
 		workers int
 	}{
-		{"direct", directPSDSN(typesDSNParams...), 2},
+		{"direct", directPSDSN(t, typesDSNParams...), 2},
 		{"proxy", psDSN(px, typesDSNParams...), 24},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

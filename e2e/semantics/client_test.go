@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"testing"
 	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -84,8 +85,8 @@ func dial(o dialOpts) (*conn, error) {
 // dialRoot connects as root directly to the server, with lock waits
 // bounded so that state a proxy failed to clean up cannot hang setup or
 // teardown.
-func dialRoot() (*conn, error) {
-	c, err := dial(dialOpts{addr: env.Server.Addr, user: "root", db: ""})
+func dialRoot(t testing.TB) (*conn, error) {
+	c, err := dial(dialOpts{addr: env.Server(t).Addr, user: "root", db: ""})
 	if err != nil {
 		return nil, err
 	}

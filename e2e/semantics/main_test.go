@@ -121,7 +121,7 @@ func fixtureDropSQL() []string {
 // installFixtures runs fixtureSQL as root and removes it all when t ends.
 func installFixtures(t *testing.T) {
 	t.Helper()
-	root, err := dialRoot()
+	root, err := dialRoot(t)
 	if err != nil {
 		t.Fatalf("root: %v", err)
 	}
@@ -132,7 +132,7 @@ func installFixtures(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
-		root, err := dialRoot()
+		root, err := dialRoot(t)
 		if err != nil {
 			t.Logf("fixture cleanup: %v", err)
 			return

@@ -131,7 +131,7 @@ func prepareNoise(t *testing.T) {
 	noiseColumnValues = nil
 	for k := range noiseSessions {
 		c := makeNoiseConfig(k)
-		d, err := dial(dialOpts{addr: env.Server.Addr, user: semUser, pass: semPass, db: c.db})
+		d, err := dial(dialOpts{addr: env.Server(t).Addr, user: semUser, pass: semPass, db: c.db})
 		if err != nil {
 			t.Fatalf("noise oracle: %v", err)
 		}
@@ -153,7 +153,7 @@ func prepareNoise(t *testing.T) {
 			noiseColumnValues[j][r.cell(0, j)] = true
 		}
 		if k == 0 {
-			fresh, err := dial(dialOpts{addr: env.Server.Addr, user: semUser, pass: semPass, db: c.db})
+			fresh, err := dial(dialOpts{addr: env.Server(t).Addr, user: semUser, pass: semPass, db: c.db})
 			if err != nil {
 				t.Fatalf("noise oracle: %v", err)
 			}

@@ -59,7 +59,7 @@ func runPhase(t *testing.T, sc *scenario, proxied bool) (ph phase) {
 	if proxied {
 		ph.name = "proxy"
 	}
-	root, err := dialRoot()
+	root, err := dialRoot(t)
 	if err != nil {
 		ph.err = fmt.Errorf("root: %w", err)
 		return ph
@@ -69,7 +69,7 @@ func runPhase(t *testing.T, sc *scenario, proxied bool) (ph phase) {
 		ph.err = err
 		return ph
 	}
-	r := &run{sc: sc, name: ph.name, addr: env.Server.Addr, root: root, conns: map[byte]*conn{}, lastID: map[byte]uint32{}}
+	r := &run{sc: sc, name: ph.name, addr: env.Server(t).Addr, root: root, conns: map[byte]*conn{}, lastID: map[byte]uint32{}}
 	var noise *noiseSet
 	scope := &scopedTB{TB: t}
 	defer scope.done()

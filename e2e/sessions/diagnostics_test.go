@@ -85,7 +85,7 @@ func TestLastInsertIDPerSession(t *testing.T) {
 		// LAST_INSERT_ID(expr) sets the value the next LAST_INSERT_ID()
 		// returns, whatever its form; compare with the server.
 		px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 1 })
-		d := openSession(t, env.DirectDSN())
+		d := openSession(t, env.DirectDSN(t))
 		a := openSession(t, px.DSN())
 		for _, c := range []*session{d, a} {
 			insertID(t, c, "INSERT INTO li_a (v) VALUES (3)")
@@ -214,7 +214,7 @@ func TestFoundRowsPerSession(t *testing.T) {
 		// Without SQL_CALC_FOUND_ROWS, FOUND_ROWS() is the number of rows
 		// the previous SELECT returned.
 		px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 1 })
-		d := openSession(t, env.DirectDSN())
+		d := openSession(t, env.DirectDSN(t))
 		a, b := openSession(t, px.DSN()), openSession(t, px.DSN())
 		mustRows(t, d, "SELECT id FROM fr_t WHERE g <= 4")
 		wantInt(t, d, "SELECT FOUND_ROWS()", 4) // the server's answer
@@ -228,7 +228,7 @@ func TestFoundRowsPerSession(t *testing.T) {
 		// the COMMIT, also when another session has used the connection
 		// since; with LIMIT the count is the server's, read at COMMIT.
 		px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 1 })
-		d := openSession(t, env.DirectDSN())
+		d := openSession(t, env.DirectDSN(t))
 		a, b := openSession(t, px.DSN()), openSession(t, px.DSN())
 		for _, c := range []struct {
 			sel  string
@@ -325,7 +325,7 @@ func TestWarningsPerSession(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 1 })
 			a := openSession(t, px.DSN())
-			d := openSession(t, env.DirectDSN())
+			d := openSession(t, env.DirectDSN(t))
 			mustExec(t, a, tc.clean)
 			b := openSession(t, px.DSN())
 			_, _ = b.Rows(tc.bad)

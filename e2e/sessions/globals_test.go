@@ -43,7 +43,7 @@ func TestGlobalsReachNewSessions(t *testing.T) {
 	for _, s := range warm {
 		wantString(t, s, "SELECT @@SESSION.sql_mode", oldMode)
 	}
-	oldDirect, oldProxy := openSession(t, env.Server.DSN(proxytest.User, proxytest.Password, proxytest.DB)), warm[0]
+	oldDirect, oldProxy := openSession(t, env.Server(t).DSN(proxytest.User, proxytest.Password, proxytest.DB)), warm[0]
 
 	t.Run("through_proxy", func(t *testing.T) {
 		a := openSession(t, px.DSN())
@@ -54,7 +54,7 @@ func TestGlobalsReachNewSessions(t *testing.T) {
 			wantString(t, n, "SELECT @@SESSION.sql_mode", "")
 			n.Close()
 		}
-		d := openSession(t, env.Server.DSN(proxytest.User, proxytest.Password, proxytest.DB))
+		d := openSession(t, env.Server(t).DSN(proxytest.User, proxytest.Password, proxytest.DB))
 		wantString(t, d, "SELECT @@SESSION.sql_mode", "")
 		// Sessions opened before keep theirs, on any connection.
 		wantString(t, oldDirect, "SELECT @@SESSION.sql_mode", oldMode)

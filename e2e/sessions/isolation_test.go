@@ -93,7 +93,7 @@ func TestIsolationUnderInterleaving(t *testing.T) {
 	// on a direct connection, and for one that sets nothing.
 	want := make([]row, nSess)
 	for i, c := range configs {
-		d := openSession(t, env.DirectDSN())
+		d := openSession(t, env.DirectDSN(t))
 		mustExec(t, d, c.statements()...)
 		want[i] = mustRow(t, d, probeQuery)
 		if n := mustInt(t, d, "SELECT @@warning_count"); n != 0 {
@@ -254,7 +254,7 @@ func TestReplayedSessionVariables(t *testing.T) {
 	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
 	for _, tc := range cases {
 		t.Run(tc.probe[2:], func(t *testing.T) {
-			d := openSession(t, env.DirectDSN())
+			d := openSession(t, env.DirectDSN(t))
 			def := mustRow(t, d, "SELECT "+tc.probe).str(0)
 			mustExec(t, d, tc.set)
 			want := mustRow(t, d, "SELECT "+tc.probe).str(0)
@@ -325,7 +325,7 @@ func TestStatementScopedSettings(t *testing.T) {
 	root := env.Root(t)
 	freshTable(t, root, "ss_t", "(id INT PRIMARY KEY, v INT)", "VALUES (1, 0)")
 	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
-	d := openSession(t, env.DirectDSN())
+	d := openSession(t, env.DirectDSN(t))
 	want := mustRow(t, d, probe)
 	for _, q := range []string{
 		"SET STATEMENT max_statement_time = 10 FOR DO 1",

@@ -79,7 +79,7 @@ func await(t *testing.T, ch <-chan outcome, bound time.Duration, what string) ou
 func directKill(t *testing.T, killStmt string) outcome {
 	t.Helper()
 	root := env.Root(t)
-	target, killer := openSession(t, env.DirectDSN()), openSession(t, env.DirectDSN())
+	target, killer := openSession(t, env.DirectDSN(t)), openSession(t, env.DirectDSN(t))
 	ch := runAsync(t, target, sleepQuery)
 	eventually(t, waitTimeout, "the direct SLEEP to start", func() bool {
 		return rootInt(t, root, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO = ?", target.ID, sleepQuery) == 1

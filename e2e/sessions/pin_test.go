@@ -291,7 +291,7 @@ func TestPinReasons(t *testing.T) {
 	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
 	for _, tc := range pinCases() {
 		t.Run(tc.reason, func(t *testing.T) {
-			e := &pinEnv{px: px, direct: openSession(t, env.DirectDSN())}
+			e := &pinEnv{px: px, direct: openSession(t, env.DirectDSN(t))}
 			a := openRaw(t, px.Addr, proxytest.User, proxytest.Password, proxytest.DB)
 			waitUnpinned(t, px, a.ID)
 			stopNoise := startNoise(t, px, 2, "SELECT COUNT(*) FROM pin_other")
@@ -358,7 +358,7 @@ func TestPinStateDoesNotLeak(t *testing.T) {
 			continue
 		}
 		t.Run(tc.reason, func(t *testing.T) {
-			e := &pinEnv{px: px, direct: openSession(t, env.DirectDSN())}
+			e := &pinEnv{px: px, direct: openSession(t, env.DirectDSN(t))}
 			a := openSession(t, px.DSN())
 			mustExec(t, a, tc.pin...)
 			e.th = waitPinned(t, px, a.ID, tc.reason).BackendThread

@@ -81,7 +81,7 @@ func TestResetConnection(t *testing.T) {
 	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 1 })
 
 	t.Run("reset", func(t *testing.T) {
-		d := openRaw(t, env.Server.Addr, proxytest.User, proxytest.Password, proxytest.DB)
+		d := openRaw(t, env.Server(t).Addr, proxytest.User, proxytest.Password, proxytest.DB)
 		p := openRaw(t, px.Addr, proxytest.User, proxytest.Password, proxytest.DB)
 		fresh := probeAll(t, d, "direct")
 		dirty(t, d, "direct")
@@ -122,7 +122,7 @@ func TestResetConnection(t *testing.T) {
 	})
 
 	t.Run("reconnect", func(t *testing.T) {
-		d := openRaw(t, env.Server.Addr, proxytest.User, proxytest.Password, proxytest.DB)
+		d := openRaw(t, env.Server(t).Addr, proxytest.User, proxytest.Password, proxytest.DB)
 		p := openRaw(t, px.Addr, proxytest.User, proxytest.Password, proxytest.DB)
 		dirty(t, d, "direct")
 		dirty(t, p, "proxy")
@@ -130,7 +130,7 @@ func TestResetConnection(t *testing.T) {
 		_ = d.c.Close()
 		_ = p.c.Close()
 		waitGone(t, px, p.ID)
-		d = openRaw(t, env.Server.Addr, proxytest.User, proxytest.Password, proxytest.DB)
+		d = openRaw(t, env.Server(t).Addr, proxytest.User, proxytest.Password, proxytest.DB)
 		p = openRaw(t, px.Addr, proxytest.User, proxytest.Password, proxytest.DB)
 		wantUnpinned(t, px, p.ID)
 		want := probeAll(t, d, "direct")

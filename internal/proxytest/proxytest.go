@@ -1,9 +1,10 @@
 // Package proxytest runs tpproxy in-process in front of a private sandbox
 // server, for integration tests of the proxy and the tools built on it.
 //
-// A test package calls Run from its TestMain; every test then starts the
-// proxies it needs with Env.StartProxy. In CI (CI=true) a missing server
-// binary fails the test binary instead of skipping it.
+// A test package calls Run from its TestMain; a test that needs the server
+// asks for it (Env.Server, Env.StartProxy, ...), which starts it once for
+// the package. Without a server binary those tests skip; in CI (CI=true)
+// they fail. Tests that need no server always run.
 package proxytest
 
 import (
@@ -17,6 +18,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,48 +38,75 @@ const (
 )
 
 // Env is a sandbox server prepared for proxy tests: user app/secret with
-// all privileges and an empty database tpproxy_test.
+// all privileges and an empty database tpproxy_test. The server starts when
+// a test first asks for it (Server, Root, DirectDSN, StartProxy), so tests
+// that need none run on machines without a server binary.
 type Env struct {
-	Server *sandbox.Server
+	opts sandbox.Options
+	once sync.Once
+	srv  *sandbox.Server
+	stop func()
+	err  error
 }
 
-// Run starts the shared server, runs the tests and stops the server. It
-// returns the exit code for os.Exit. When no server binary is installed
-// outside CI, it prints why and runs nothing.
+// Run runs the package's tests with a lazily started shared server and
+// stops the server after them. It returns the exit code for os.Exit.
 func Run(m *testing.M, env **Env, opts sandbox.Options) int {
-	srv, stop, err := sandbox.ForTestMain(opts)
-	switch {
-	case errors.Is(err, sandbox.ErrNotFound):
-		fmt.Fprintln(os.Stderr, "integration tests skipped (set CI=true to make this an error):", err)
-		return 0
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "proxytest:", err)
-		return 1
+	e := &Env{opts: opts}
+	*env = e
+	code := m.Run()
+	if e.stop != nil {
+		e.stop()
 	}
-	defer stop()
+	return code
+}
+
+// start starts the shared server and prepares its account and schema.
+func (e *Env) start() {
+	srv, stop, err := sandbox.ForTestMain(e.opts)
+	if err != nil {
+		e.err = err
+		return
+	}
+	e.stop = stop
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := srv.CreateUser(ctx, User, Password); err != nil {
-		fmt.Fprintln(os.Stderr, "proxytest:", err)
-		return 1
+		e.err = fmt.Errorf("proxytest: %w", err)
+		return
 	}
 	if err := srv.CreateDatabase(ctx, DB); err != nil {
-		fmt.Fprintln(os.Stderr, "proxytest:", err)
-		return 1
+		e.err = fmt.Errorf("proxytest: %w", err)
+		return
 	}
-	*env = &Env{Server: srv}
-	return m.Run()
+	e.srv = srv
+}
+
+// Server is the shared server, started on first use. Without a server
+// binary the test is skipped, or fails under CI=true (sandbox.ForTestMain).
+// Call it from the test's own goroutine.
+func (e *Env) Server(t testing.TB) *sandbox.Server {
+	t.Helper()
+	e.once.Do(e.start)
+	switch {
+	case errors.Is(e.err, sandbox.ErrNotFound):
+		t.Skip("needs a server (set CI=true to make this an error):", e.err)
+	case e.err != nil:
+		t.Fatal(e.err)
+	}
+	return e.srv
 }
 
 // DirectDSN is a go-sql-driver DSN for the server itself.
-func (e *Env) DirectDSN(params ...string) string {
-	return e.Server.DSN(User, Password, DB, params...)
+func (e *Env) DirectDSN(t testing.TB, params ...string) string {
+	t.Helper()
+	return e.Server(t).DSN(User, Password, DB, params...)
 }
 
 // Root opens a root connection to the server, closed when t ends.
 func (e *Env) Root(t testing.TB) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("mysql", e.Server.RootDSN(DB))
+	db, err := sql.Open("mysql", e.Server(t).RootDSN(DB))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +149,7 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 	t.Helper()
 	var o Options
 	o.Pool = pool.DefaultConfig()
-	o.Pool.Addr = e.Server.Addr
+	o.Pool.Addr = e.Server(t).Addr
 	o.Pool.User, o.Pool.Password = User, Password
 	o.Pool.Size = 4
 	o.Pool.AcquireTimeout = 5 * time.Second
@@ -244,4 +273,18 @@ type testLogWriter struct{ t testing.TB }
 func (w testLogWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+// CheckStart ends a test whose own sandbox.Start failed: it skips when no
+// server binary is installed (outside CI: sandbox.ForTestMain's rule) and
+// fails otherwise. It does nothing when err is nil.
+func CheckStart(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if errors.Is(err, sandbox.ErrNotFound) && os.Getenv("CI") != "true" {
+		t.Skip("needs a server (set CI=true to make this an error):", err)
+	}
+	t.Fatal(err)
 }

@@ -96,7 +96,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		s.errs++
 	}
 	if res.charsetOnly {
-		s.learnCollation(ctx, c)
+		s.learnCollation(ctx, c, &res)
 	}
 	if run != nil {
 		s.afterStmt(c, run, &res)
@@ -368,7 +368,7 @@ func (s *Session) learnResultsCollation(ctx context.Context, c *pool.Conn) bool 
 // learnCollation asks the connection for collation_connection after a
 // statement changed the connection character set without reporting the
 // collation (SET NAMES x does that), so replays set both.
-func (s *Session) learnCollation(ctx context.Context, c *pool.Conn) {
+func (s *Session) learnCollation(ctx context.Context, c *pool.Conn, res *result) {
 	var coll string
 	err := c.Query(ctx, "SELECT @@collation_connection", func(row []byte) error {
 		v, _, err := mysqlwire.LenEncString(row)
@@ -377,7 +377,7 @@ func (s *Session) learnCollation(ctx context.Context, c *pool.Conn) {
 	})
 	if err != nil || coll == "" {
 		c.MarkDirty()
-		s.pins |= pinStateChange
+		res.collationUnknown = true
 		return
 	}
 	s.state.SetVar("collation_connection", coll)
@@ -389,54 +389,30 @@ func (s *Session) learnCollation(ctx context.Context, c *pool.Conn) {
 // without saying what, transaction characteristics, XA, diagnostics, last
 // insert id, row counts; then keeps the connection or gives it back.
 func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) {
-	pins := s.pins &^ nextStatementPins
-	if res.hasStatus {
-		if res.status&mysqlwire.StatusInTrans != 0 {
-			pins |= pinTransaction
-		} else {
-			pins &^= pinTransaction
-		}
-		// autocommit=0 is session state like any other: only the
-		// transaction a statement opens pins (IN_TRANS above).
-		pins &^= pinAutocommitOff
-	} else if res.err != nil && s.autocommitOff() {
-		// An ERR carries no status: under autocommit=0 the failed
-		// statement may have opened a transaction. Stay until a status
-		// says.
-		pins |= pinAutocommitOff
-	}
-	if res.err == nil {
-		if info.Flags&sqlscan.FlagLockTables != 0 {
-			pins |= pinLockTables
-		}
-		if info.Flags&sqlscan.FlagUnlockTables != 0 && info.Flags&sqlscan.FlagLockTables == 0 {
-			pins &^= pinLockTables
-		}
-	}
-	pins |= stickyPinsOf(info.Flags)
-	if res.routine {
-		pins |= pinRoutine | stickyPinsOf(res.routineFlags)
+	ev := pinEvent{
+		hasStatus:     res.hasStatus,
+		status:        res.status,
+		failed:        res.err != nil,
+		autocommitOff: !res.hasStatus && res.err != nil && s.autocommitOff(),
+		flags:         info.Flags,
+		routine:       res.routine,
+		routineFlags:  res.routineFlags,
+		unknownChange: res.collationUnknown,
+		unreplayable:  res.unreplayable,
 	}
 	if (info.Flags|res.routineFlags)&sqlscan.FlagRole != 0 && (info.Multi || res.routine) {
 		c.MarkRoleChanged()
 	}
 	s.noteDDL(info)
 	s.noteXA(info, res)
-	if s.xa != xaNone {
-		pins |= pinXA
-	} else {
-		pins &^= pinXA
-	}
+	ev.xa = s.xa != xaNone
 	if res.stateChanged && !s.explainStateChange(ctx, c, q, res, info) {
 		// Whatever changed may have been the active role (SET ROLE in a
 		// prepared statement): the reset must restore it.
-		pins |= pinStateChange
+		ev.unknownChange = true
 		c.MarkRoleChanged()
 		s.debug("session pinned for a state change tpproxy could not name",
 			"kind", info.Kind.String(), "first_word", string(sqlscan.FirstKeyword(q)), "eof", res.eofChange, "ok", res.okChange)
-	}
-	if res.unreplayable {
-		pins |= pinUnreplayableVar
 	}
 	if res.err == nil && info.Kind == sqlscan.KindSet && !info.Multi {
 		s.applyDefaults(c, q)
@@ -451,23 +427,20 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 		s.followGlobals(ctx)
 	}
 	if slices.Contains(s.tracked, "character_set_results") && !s.learnResultsCollation(ctx, c) {
-		pins |= pinStateChange
+		ev.unknownChange = true
 		s.debug("session pinned: the collation of character_set_results could not be learnt")
 	}
 	s.refreshDerived()
-	pins = pins&^(pinProfiling|pinAutoIsNull) | s.statePins | s.pins&pinProfiling
+	ev.settings = s.statePins
 	if res.lockScoped || res.scopedVars != nil {
 		c.NotePendingReports()
 	}
-	pins = s.noteChistics(ctx, c, res, pins)
-	if info.Flags&sqlscan.FlagCalcFoundRows != 0 {
-		pins |= pinFoundRows
-	}
-	if s.cursors > 0 {
-		pins |= pinCursor
-	} else {
-		pins &^= pinCursor
-	}
+	ev.cursors = s.cursors > 0
+	// Pending characteristics the server may have used up unreported are
+	// asked for only when nothing else keeps the connection.
+	ev.chistics = s.noteChistics(ctx, c, res, func() bool {
+		return s.pins.next(&ev)&^(pinNextTransaction|pinFoundRows) == 0
+	})
 
 	switch {
 	case res.err != nil, res.resultSet:
@@ -475,10 +448,11 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	default:
 		s.rowCount = int64(res.affected)
 	}
-	if res.err == nil && s.noteFoundRows(ctx, c, q, res, info, pins&^pinFoundRows != 0) {
-		// SQL_CALC_FOUND_ROWS's count is recorded: nothing to pin for.
-		pins &^= pinFoundRows
+	if res.err == nil {
+		// SQL_CALC_FOUND_ROWS's count recorded: nothing to pin for.
+		ev.foundRowsKept = s.noteFoundRows(ctx, c, q, res, info, s.pins.next(&ev)&^pinFoundRows != 0)
 	}
+	pins := s.pins.next(&ev)
 	if pins == 0 && s.foundRowsOnConn {
 		// The count lives on the connection the session now leaves.
 		if s.foundRowsExact {

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"strings"
 
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
 )
 
@@ -106,3 +107,105 @@ func stickyPinsOf(f sqlscan.Flags) pinReason {
 	}
 	return r
 }
+
+// pinEvent is what one statement's answer told about the session: the
+// facts its next pins follow from. The session gathers them (some take a
+// query on the connection); next turns them into pins without side
+// effects.
+type pinEvent struct {
+	// hasStatus: the answer ended in an OK or EOF whose status is status.
+	hasStatus bool
+	status    uint16
+	// failed: the answer ended in ERR.
+	failed bool
+	// autocommitOff: the session runs with autocommit=0.
+	autocommitOff bool
+	// flags is what the classifier saw in the statement; routineFlags in
+	// the stored routines, triggers or views it ran (routine).
+	flags        sqlscan.Flags
+	routine      bool
+	routineFlags sqlscan.Flags
+	// xa: an XA transaction is active or prepared after the statement.
+	xa bool
+	// unknownChange: the server changed session state tpproxy could not
+	// name or read back (it pins for good).
+	unknownChange bool
+	// unreplayable: the client set a variable tpproxy cannot replay.
+	unreplayable bool
+	// settings are the pins the session's settings imply now (profiling,
+	// optimizer_trace, sql_auto_is_null).
+	settings pinReason
+	// chistics: SET TRANSACTION characteristics are pending on the
+	// connection.
+	chistics bool
+	// cursors: a prepared statement's cursor is open.
+	cursors bool
+	// foundRowsKept: the statement's SQL_CALC_FOUND_ROWS count is recorded
+	// by the session; FOUND_ROWS() need not be read on this connection.
+	foundRowsKept bool
+}
+
+// next is the pins after a statement, from the pins before it (p) and
+// what its answer told (ev). Status-driven pins follow the status flags
+// (a transaction); statement-driven ones follow the statement (LOCK
+// TABLES until UNLOCK TABLES, XA, cursors, pending characteristics);
+// one-statement pins (FOUND_ROWS) last for the next statement only;
+// sticky pins, once set, stay: only a reset of the session ends them.
+func (p pinReason) next(ev *pinEvent) pinReason {
+	pins := p &^ nextStatementPins
+	switch {
+	case ev.hasStatus:
+		if ev.status&mysqlwire.StatusInTrans != 0 {
+			pins |= pinTransaction
+		} else {
+			pins &^= pinTransaction
+		}
+		// autocommit=0 is session state like any other: only the
+		// transaction a statement opens pins (IN_TRANS above).
+		pins &^= pinAutocommitOff
+	case ev.failed && ev.autocommitOff:
+		// An ERR carries no status: under autocommit=0 the failed
+		// statement may have opened a transaction. Stay until a status
+		// says.
+		pins |= pinAutocommitOff
+	}
+	if !ev.failed {
+		if ev.flags&sqlscan.FlagLockTables != 0 {
+			pins |= pinLockTables
+		}
+		if ev.flags&sqlscan.FlagUnlockTables != 0 && ev.flags&sqlscan.FlagLockTables == 0 {
+			pins &^= pinLockTables
+		}
+	}
+	pins |= stickyPinsOf(ev.flags)
+	if ev.routine {
+		pins |= pinRoutine | stickyPinsOf(ev.routineFlags)
+	}
+	pins = setIf(pins, pinXA, ev.xa)
+	if ev.unknownChange {
+		pins |= pinStateChange
+	}
+	if ev.unreplayable {
+		pins |= pinUnreplayableVar
+	}
+	// Settings pins follow the settings, except profiling: the server
+	// keeps the profiles it recorded until the session is reset.
+	pins = pins&^(pinProfiling|pinAutoIsNull) | ev.settings | p&pinProfiling
+	pins = setIf(pins, pinNextTransaction, ev.chistics)
+	if ev.flags&sqlscan.FlagCalcFoundRows != 0 && !ev.foundRowsKept {
+		pins |= pinFoundRows
+	}
+	return setIf(pins, pinCursor, ev.cursors)
+}
+
+// setIf sets or clears r in pins.
+func setIf(pins, r pinReason, on bool) pinReason {
+	if on {
+		return pins | r
+	}
+	return pins &^ r
+}
+
+// sticky reports pins that make the connection need a reset before anyone
+// else uses it.
+func (p pinReason) sticky() bool { return p&stickyPins != 0 }

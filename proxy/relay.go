@@ -59,6 +59,8 @@ type result struct {
 	// relayed that the client's own session_track_* settings ask for.
 	clientState []byte
 	charsetOnly bool // character_set_connection changed without collation_connection
+	// collationUnknown: the collation that went with it could not be read.
+	collationUnknown bool
 	// liidTracked: the server reported LAST_INSERT_ID() for a statement
 	// that sets it (setsInsertID: SET LAST_INSERT_ID = n).
 	liidTracked  bool

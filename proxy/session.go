@@ -603,7 +603,7 @@ func (s *Session) loseBackend() {
 // setPinned records the session's pins after a statement on c, keeping c
 // or giving it back.
 func (s *Session) setPinned(c *pool.Conn, pins pinReason) {
-	if pins&stickyPins != 0 {
+	if pins.sticky() {
 		c.MarkDirty()
 	}
 	if added := pins &^ s.pins; added != 0 {

@@ -270,8 +270,10 @@ const (
 )
 
 // noteChistics updates the pending characteristics after a statement and
-// returns the pins with next_transaction set or cleared.
-func (s *Session) noteChistics(ctx context.Context, c *pool.Conn, res *result, pins pinReason) pinReason {
+// reports whether some are pending. When a statement may have used them up
+// unreported, it asks the connection, if unpinned says nothing else keeps
+// the session on it.
+func (s *Session) noteChistics(ctx context.Context, c *pool.Conn, res *result, unpinned func() bool) bool {
 	switch res.chistics {
 	case chisticsPending:
 		s.chistics, s.chisticsUnsure = true, false
@@ -282,7 +284,7 @@ func (s *Session) noteChistics(ctx context.Context, c *pool.Conn, res *result, p
 			s.chisticsUnsure = true
 		}
 	}
-	if s.chistics && s.chisticsUnsure && pins&^pinNextTransaction == 0 && c.TracksTransactions() {
+	if s.chistics && s.chisticsUnsure && c.TracksTransactions() && unpinned() {
 		ok, err := c.ReportTransactions(ctx)
 		if err == nil {
 			switch chisticsIn(ok.SessionState) {
@@ -293,10 +295,7 @@ func (s *Session) noteChistics(ctx context.Context, c *pool.Conn, res *result, p
 			}
 		}
 	}
-	if s.chistics {
-		return pins | pinNextTransaction
-	}
-	return pins &^ pinNextTransaction
+	return s.chistics
 }
 
 // chisticsIn finds the transaction characteristics entry in session state

@@ -164,13 +164,13 @@ func (s *Session) errorCount() uint64 {
 func (s *Session) answerDiagnostics(info *sqlscan.Info) (rows uint64, err error) {
 	switch info.Local {
 	case sqlscan.LocalWarningCount:
-		return 1, s.writeNumber(info.LocalExpr, colCount, uint64(s.warningCount))
+		return 1, s.writeNumber(info.LocalExpr, colCount, uint64(s.warningCount), s.status())
 	case sqlscan.LocalErrorCount:
-		return 1, s.writeNumber(info.LocalExpr, colCount, s.errorCount())
+		return 1, s.writeNumber(info.LocalExpr, colCount, s.errorCount(), s.status())
 	case sqlscan.LocalCountWarnings:
-		return 1, s.writeNumber([]byte("@@session.warning_count"), colCount, uint64(s.warningCount))
+		return 1, s.writeNumber([]byte("@@session.warning_count"), colCount, uint64(s.warningCount), s.status())
 	case sqlscan.LocalCountErrors:
-		return 1, s.writeNumber([]byte("@@session.error_count"), colCount, s.errorCount())
+		return 1, s.writeNumber([]byte("@@session.error_count"), colCount, s.errorCount(), s.status())
 	}
 	w := s.w
 	w.Begin()

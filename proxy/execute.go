@@ -78,7 +78,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 				err = s.relay(c, mode, &res)
 			}
 		}
-		ended = s.endExec()
+		ended = s.endExec(s.nc)
 		if err == nil {
 			break
 		}
@@ -435,7 +435,7 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	if res.lockScoped || res.scopedVars != nil {
 		c.NotePendingReports()
 	}
-	ev.cursors = s.cursors > 0
+	ev.cursors = s.stmts.cursors > 0
 	// Pending characteristics the server may have used up unreported are
 	// asked for only when nothing else keeps the connection.
 	ev.chistics = s.noteChistics(ctx, c, res, func() bool {

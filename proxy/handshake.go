@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -72,7 +71,15 @@ func (s *Session) handshake(ctx context.Context) error {
 	if s.extOffered != 0 {
 		caps &^= capLongPassword
 	}
-	if err := s.writeGreeting(caps); err != nil {
+	coll := byte(defaultCollationID)
+	if g, ok := s.pool.Greeting(); ok && g.Collation != 0 {
+		// The backend's own default, which clients that take the
+		// greeting's character set (PHP's mysqlnd, change_user) then get
+		// as they would directly.
+		coll = g.Collation
+	}
+	if err := s.writeGreeting(greeting{version: s.srv.serverVersion(), connID: s.id, caps: caps,
+		collation: coll, plugin: s.srv.cfg.AuthPlugin}); err != nil {
 		return err
 	}
 	s.r.SetSeq(1)
@@ -82,7 +89,7 @@ func (s *Session) handshake(ctx context.Context) error {
 	}
 	resp, err := parseHandshakeResponse(p)
 	if err == nil && resp.sslRequest {
-		if err := s.startTLS(); err != nil {
+		if err := s.startTLS(s.srv.cfg.TLS); err != nil {
 			return err
 		}
 		if p, err = s.r.ReadPacket(); err != nil {
@@ -131,50 +138,9 @@ func (s *Session) handshake(ctx context.Context) error {
 		return err
 	}
 	if algo := mysqlwire.NegotiatedCompression(s.caps); algo != mysqlwire.CompressNone {
-		// From the next packet on, both ways are compressed (inside TLS
-		// when that is on).
-		cc := mysqlwire.NewCompressConnBuffered(s.nc, algo, resp.zstdLevel, mysqlwire.CompressServer, s.r.TakeBuffered())
-		s.nc = cc
-		s.r.Reset(cc)
-		s.w.Reset(cc)
-		s.compression = algo
+		s.compress(algo, resp.zstdLevel)
 	}
 	return nil
-}
-
-// writeGreeting sends the initial handshake (protocol version 10).
-func (s *Session) writeGreeting(caps uint32) error {
-	w := s.w
-	w.SetSeq(0)
-	w.Begin()
-	w.AppendByte(10)
-	w.AppendString(s.srv.serverVersion())
-	w.AppendByte(0)
-	w.AppendUint32(s.id)
-	w.AppendBytes(s.salt[:8])
-	w.AppendByte(0)
-	w.AppendUint16(uint16(caps))
-	coll := byte(defaultCollationID)
-	if g, ok := s.pool.Greeting(); ok && g.Collation != 0 {
-		// The backend's own default, which clients that take the
-		// greeting's character set (PHP's mysqlnd, change_user) then get
-		// as they would directly.
-		coll = g.Collation
-	}
-	w.AppendByte(coll)
-	w.AppendUint16(mysqlwire.StatusAutocommit)
-	w.AppendUint16(uint16(caps >> 16))
-	w.AppendByte(21) // length of the scramble including its NUL
-	w.AppendBytes(make([]byte, 6))
-	w.AppendUint32(s.extOffered)
-	w.AppendBytes(s.salt[8:])
-	w.AppendByte(0)
-	w.AppendString(s.srv.cfg.AuthPlugin)
-	w.AppendByte(0)
-	if err := w.End(); err != nil {
-		return err
-	}
-	return w.Flush()
 }
 
 // insecureTransport is what the server answers a login without TLS while
@@ -190,24 +156,6 @@ func (s *Session) insecureTransport(auth []byte) *mysqlwire.Error {
 	}
 	return &mysqlwire.Error{Code: erInsecureTransport, State: "HY000",
 		Message: "Connections using insecure transport are prohibited while --require_secure_transport=ON."}
-}
-
-// startTLS switches the client connection to TLS after an SSLRequest.
-func (s *Session) startTLS() error {
-	if s.srv.cfg.TLS == nil {
-		return fmt.Errorf("%w: SSL requested but not offered", errBadHandshake)
-	}
-	// The client may have sent its ClientHello right behind the SSLRequest:
-	// whatever the reader already holds belongs to the TLS layer.
-	tc := tls.Server(&prefixConn{Conn: s.nc, pre: s.r.TakeBuffered()}, s.srv.cfg.TLS)
-	if err := tc.Handshake(); err != nil {
-		return fmt.Errorf("tls handshake: %w", err)
-	}
-	s.nc = tc
-	s.tls = true
-	s.r.Reset(tc)
-	s.w.Reset(tc)
-	return nil
 }
 
 // prefixConn reads pre before the connection itself.
@@ -326,59 +274,4 @@ func (s *Session) authSHA2(acct *account, auth []byte) bool {
 		}
 	}
 	return acct.checkPlain(pw)
-}
-
-// writeMoreData sends an AuthMoreData packet.
-func (s *Session) writeMoreData(data []byte) error {
-	s.w.Begin()
-	s.w.AppendByte(0x01)
-	s.w.AppendBytes(data)
-	if err := s.w.End(); err != nil {
-		return err
-	}
-	s.r.SetSeq(s.w.Seq())
-	return s.w.Flush()
-}
-
-// authSwitch asks the client to answer with another plugin and returns its
-// answer.
-func (s *Session) authSwitch(plugin string) ([]byte, error) {
-	s.w.Begin()
-	s.w.AppendByte(0xfe)
-	s.w.AppendString(plugin)
-	s.w.AppendByte(0)
-	s.w.AppendBytes(s.salt[:])
-	s.w.AppendByte(0)
-	if err := s.w.End(); err != nil {
-		return nil, err
-	}
-	if err := s.w.Flush(); err != nil {
-		return nil, err
-	}
-	s.r.SetSeq(s.w.Seq())
-	p, err := s.r.ReadPacket()
-	if err != nil {
-		return nil, err
-	}
-	s.w.SetSeq(s.r.Seq())
-	return p, nil
-}
-
-// remoteHost is the client's address as MySQL error messages show it.
-func (s *Session) remoteHost() string {
-	if host, _, err := net.SplitHostPort(s.remote); err == nil {
-		return host
-	}
-	return s.remote
-}
-
-// reject answers a connection the proxy will not serve the way the server
-// does: an ERR (1040 over the limit, 1053 while shutting down) instead of a
-// greeting.
-func (s *Session) reject(e *mysqlwire.Error) {
-	s.w.SetSeq(0)
-	_ = s.w.WriteERR(e)
-	_ = s.w.Flush()
-	s.w.Release()
-	_ = s.nc.Close()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,111 +21,6 @@ const watchAfter = time.Second
 
 // killTimeout bounds a KILL sent on the pool's control connection.
 const killTimeout = 5 * time.Second
-
-// beginExec records that c runs a statement of this session, so KILL and
-// the disconnect watcher can find it.
-func (s *Session) beginExec(c *pool.Conn, cmd byte, q []byte) {
-	s.mu.Lock()
-	s.cur = c
-	s.curSince = time.Now()
-	s.curCmd = cmd
-	s.curInfoLen = uint8(copy(s.curInfo[:], q))
-	s.mu.Unlock()
-}
-
-// endExec clears the running statement and stops a watcher. It reports
-// whether the client disconnected or the session was killed meanwhile.
-func (s *Session) endExec() (ended bool) {
-	s.mu.Lock()
-	s.cur = nil
-	done := s.watchDone
-	s.watchDone = nil
-	ended = s.gone || s.killed
-	s.mu.Unlock()
-	if done != nil {
-		s.stopWatcher(done)
-	}
-	return ended
-}
-
-// stopWatcher ends a watcher blocked reading the client and waits for it,
-// after which the session goroutine owns the reader again.
-func (s *Session) stopWatcher(done chan struct{}) {
-	_ = s.nc.SetReadDeadline(time.Unix(1, 0))
-	<-done
-	_ = s.nc.SetReadDeadline(time.Time{})
-}
-
-// stopWatching stops a running watcher and keeps new ones from starting
-// while the session goroutine itself reads from the client mid-statement
-// (LOAD DATA LOCAL).
-func (s *Session) stopWatching() {
-	s.mu.Lock()
-	s.noWatch = true
-	done := s.watchDone
-	s.watchDone = nil
-	s.mu.Unlock()
-	if done != nil {
-		s.stopWatcher(done)
-	}
-}
-
-func (s *Session) allowWatching() {
-	s.mu.Lock()
-	s.noWatch = false
-	s.mu.Unlock()
-}
-
-// maybeWatch starts a disconnect watcher for a statement running longer
-// than watchAfter. The server's reaper calls it once a second.
-func (s *Session) maybeWatch(now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == nil || s.watchDone != nil || s.noWatch || s.gone || now.Sub(s.curSince) < watchAfter {
-		return
-	}
-	done := make(chan struct{})
-	s.watchDone = done
-	go s.watch(done)
-}
-
-// watch blocks reading the client while the session goroutine waits for
-// the backend. Bytes that arrive stay buffered for the session; an error
-// other than the deadline set by stopWatcher means the client is gone, and
-// its statement is killed so that nothing keeps running for nobody.
-func (s *Session) watch(done chan struct{}) {
-	defer close(done)
-	err := s.r.Fill()
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.gone = true
-	if s.cur != nil {
-		s.killLocked(true)
-	}
-}
-
-// killCurrent stops the statement running on c, for example because the
-// client stopped reading its result.
-func (s *Session) killCurrent(c *pool.Conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == c {
-		s.killLocked(true)
-	}
-}
-
-// killLocked sends KILL QUERY for the running statement. mu is held, so
-// the backend thread cannot change hands before the KILL arrives.
-func (s *Session) killLocked(query bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
-	defer cancel()
-	if err := s.pool.Kill(ctx, s.cur.ThreadID(), query); err != nil {
-		s.logger().Warn("kill on backend failed", "thread_id", s.cur.ThreadID(), "err", err)
-	}
-}
 
 // reaper starts disconnect watchers for long statements.
 func (srv *Server) reaper(ctx context.Context) {
@@ -145,7 +39,7 @@ func (srv *Server) reaper(ctx context.Context) {
 			}
 			srv.mu.Unlock()
 			for _, s := range batch {
-				s.maybeWatch(now)
+				s.maybeWatch(now, &s.clientConn, s.pool, s.srv.log, s.id)
 				s.maybePark(now)
 			}
 			clear(batch)
@@ -213,7 +107,7 @@ func (s *Session) kill(ctx context.Context, id uint32, query bool) (quit bool, e
 		t.closeConn()
 	}
 	if t.cur != nil {
-		t.killLocked(true)
+		t.killLocked(t.pool, t.srv.log, t.id)
 	}
 	t.mu.Unlock()
 	return false, s.writeOK()
@@ -250,7 +144,7 @@ func (srv *Server) Kill(id uint32, query bool) error {
 		t.closeConn()
 	}
 	if t.cur != nil {
-		t.killLocked(true)
+		t.killLocked(t.pool, t.srv.log, t.id)
 	}
 	return nil
 }

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"strconv"
-
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/sqlscan"
 )
@@ -16,16 +14,16 @@ func (s *Session) answerLocal(info *sqlscan.Info) (ok bool, err error) {
 	rows := uint64(1)
 	switch info.Local {
 	case sqlscan.LocalConnectionID:
-		err = s.writeNumber(info.LocalExpr, colConnectionID, uint64(s.connID))
+		err = s.writeNumber(info.LocalExpr, colConnectionID, uint64(s.connID), s.status())
 	case sqlscan.LocalLastInsertID:
-		err = s.writeNumber(info.LocalExpr, colLastInsertID, s.lastInsertID)
+		err = s.writeNumber(info.LocalExpr, colLastInsertID, s.lastInsertID, s.status())
 	case sqlscan.LocalRowCount:
-		err = s.writeSigned(info.LocalExpr, s.rowCount)
+		err = s.writeSigned(info.LocalExpr, s.rowCount, s.status())
 	case sqlscan.LocalFoundRows:
 		if s.pins&pinFoundRows != 0 || s.foundRowsOnConn && s.pinned != nil {
 			return false, nil // SQL_CALC_FOUND_ROWS counted on the pinned connection
 		}
-		err = s.writeSigned(info.LocalExpr, int64(s.foundRows))
+		err = s.writeSigned(info.LocalExpr, int64(s.foundRows), s.status())
 	default:
 		if s.ownsDiagnostics() {
 			return false, nil
@@ -61,40 +59,3 @@ var (
 	colCount = mysqlwire.Column{Charset: 63, Length: 21, Type: mysqlwire.TypeLongLong,
 		Flags: mysqlwire.FlagUnsigned | mysqlwire.FlagBinary}
 )
-
-// writeNumber sends a one-row, one-column result set holding v in a
-// column named name defined like col.
-func (s *Session) writeNumber(name []byte, col mysqlwire.Column, v uint64) error {
-	var buf [24]byte
-	col.Name = name
-	return s.writeValue(col, strconv.AppendUint(buf[:0], v, 10))
-}
-
-// writeSigned sends a one-row, one-column result set holding a BIGINT.
-func (s *Session) writeSigned(name []byte, v int64) error {
-	var buf [24]byte
-	col := colSigned
-	col.Name = name
-	return s.writeValue(col, strconv.AppendInt(buf[:0], v, 10))
-}
-
-func (s *Session) writeValue(col mysqlwire.Column, val []byte) error {
-	w := s.w
-	w.Begin()
-	w.AppendLenEncInt(1)
-	if err := w.End(); err != nil {
-		return err
-	}
-	if err := w.WriteColumn(col); err != nil {
-		return err
-	}
-	if err := w.WriteEOF(0, s.status()); err != nil {
-		return err
-	}
-	w.Begin()
-	w.AppendLenEncString(val)
-	if err := w.End(); err != nil {
-		return err
-	}
-	return w.WriteEOF(0, s.status())
-}

@@ -36,24 +36,6 @@ func (s *Session) park() {
 	}
 }
 
-// rawConn is the client socket's, for the poller.
-func (s *Session) rawConn() syscall.RawConn {
-	if s.rc == nil {
-		cc, ok := s.nc.(*countingConn)
-		if !ok {
-			return nil
-		}
-		sc, ok := cc.Conn.(syscall.Conn)
-		if !ok {
-			return nil
-		}
-		if rc, err := sc.SyscallConn(); err == nil {
-			s.rc = rc
-		}
-	}
-	return s.rc
-}
-
 // parkPoller returns the server's poller of parked sessions, started on
 // first use; nil where there is none.
 func (srv *Server) parkPoller() *poller {

@@ -70,24 +70,11 @@ func stmtErr(code uint16, format string, args ...any) *mysqlwire.Error {
 	return mysqlwire.NewError(code, "HY000", format, args...)
 }
 
-// clientStmt returns the session's statement for a packet's id, or the
-// ERR the server gives for an unknown one.
-func (s *Session) clientStmt(p []byte, command string) (*clientStmt, *mysqlwire.Error) {
-	id, ok := mysqlwire.StmtID(p)
-	if !ok {
-		return nil, stmtErr(erWrongArguments, "Incorrect arguments to %s", command)
-	}
-	if cs := s.stmts[id]; cs != nil {
-		return cs, nil
-	}
-	return nil, stmtErr(erUnknownStmtHandler, "Unknown prepared statement handler (%d) given to %s", id, command)
-}
-
 // stmtPrepare serves COM_STMT_PREPARE: from the cache when the same
 // statement is known, else on a backend connection, which keeps it.
 func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 	sql := p[1:]
-	if len(s.stmts) >= maxClientStatements {
+	if s.stmts.full() {
 		s.errs++
 		return s.w.WriteERR(mysqlwire.NewError(erMaxPreparedStmtCount, "42000",
 			"Can't create more than max_prepared_stmt_count statements (current value: %d)", maxClientStatements))
@@ -202,18 +189,8 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 // addStmt gives the session a new statement id for e (referenced by the
 // caller).
 func (s *Session) addStmt(e *cachedStmt) uint32 {
-	if s.stmts == nil {
-		s.stmts = make(map[uint32]*clientStmt)
-	}
-	for {
-		s.lastStmtID++
-		if _, used := s.stmts[s.lastStmtID]; !used && s.lastStmtID != 0 {
-			break
-		}
-	}
-	s.stmts[s.lastStmtID] = &clientStmt{e: e}
 	s.srv.stats.clientStmts.Add(1)
-	return s.lastStmtID
+	return s.stmts.add(e)
 }
 
 // writePrepareOK answers COM_STMT_PREPARE with the session's statement id.
@@ -249,7 +226,7 @@ func (s *Session) writePrepareOK(id uint32, e *cachedStmt, m *stmtMeta, warnings
 
 // stmtExecute serves COM_STMT_EXECUTE.
 func (s *Session) stmtExecute(ctx context.Context, p []byte) error {
-	cs, serr := s.clientStmt(p, "mysqld_stmt_execute")
+	cs, serr := s.stmts.lookup(p, "mysqld_stmt_execute")
 	if serr != nil {
 		s.errs++
 		return s.w.WriteERR(serr)
@@ -416,14 +393,13 @@ func (s *Session) afterStmt(c *pool.Conn, run *stmtRun, res *result) {
 		return
 	}
 	if id, ok := c.DetachPrepared(run.cs.e.id); ok {
-		run.cs.cursor, run.cs.cursorOpen = id, true
-		s.cursors++
+		s.stmts.openCursor(run.cs, id)
 	}
 }
 
 // stmtFetch serves COM_STMT_FETCH on an open cursor.
 func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
-	cs, serr := s.clientStmt(p, "mysqld_stmt_fetch")
+	cs, serr := s.stmts.lookup(p, "mysqld_stmt_fetch")
 	if serr == nil && (!cs.cursorOpen || s.pinned == nil) {
 		id, _ := mysqlwire.StmtID(p)
 		serr = stmtErr(erNoOpenCursor, "The statement (%d) has no open cursor.", id)
@@ -447,7 +423,7 @@ func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
 	if err == nil {
 		err = s.relayRows(c, &res, false)
 	}
-	ended := s.endExec()
+	ended := s.endExec(s.nc)
 	if err != nil {
 		return s.backendFailed(c, &res, err)
 	}
@@ -469,23 +445,18 @@ func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
 // closeCursor closes a statement's cursor: its backend statement is
 // closed, and the session lets its connection go when nothing else pins it.
 func (s *Session) closeCursor(cs *clientStmt) {
-	if !cs.cursorOpen {
-		return
-	}
-	cs.cursorOpen = false
-	s.cursors--
-	if s.pinned == nil {
+	if !s.stmts.closeCursor(cs) || s.pinned == nil {
 		return
 	}
 	s.pinned.ClosePrepared(cs.cursor)
-	if s.cursors == 0 {
+	if s.stmts.cursors == 0 {
 		s.setPinned(s.pinned, s.pins&^pinCursor)
 	}
 }
 
 // stmtReset serves COM_STMT_RESET: long data and any cursor are dropped.
 func (s *Session) stmtReset(p []byte) error {
-	cs, serr := s.clientStmt(p, "mysqld_stmt_reset")
+	cs, serr := s.stmts.lookup(p, "mysqld_stmt_reset")
 	if serr != nil {
 		s.errs++
 		return s.w.WriteERR(serr)
@@ -498,12 +469,12 @@ func (s *Session) stmtReset(p []byte) error {
 // stmtClose serves COM_STMT_CLOSE, which has no answer.
 func (s *Session) stmtClose(p []byte) {
 	id, ok := mysqlwire.StmtID(p)
-	cs := s.stmts[id]
+	cs := s.stmts.get(id)
 	if !ok || cs == nil {
 		return
 	}
 	s.closeCursor(cs)
-	delete(s.stmts, id)
+	s.stmts.remove(id)
 	s.srv.stmtCache.release(cs.e)
 	s.srv.stats.clientStmts.Add(-1)
 }
@@ -513,7 +484,7 @@ func (s *Session) stmtClose(p []byte) {
 // reported by that execute, as the server does.
 func (s *Session) stmtSendLongData(p []byte) {
 	id, ok := mysqlwire.StmtID(p)
-	cs := s.stmts[id]
+	cs := s.stmts.get(id)
 	if !ok || cs == nil || cs.longErr != nil {
 		return
 	}
@@ -543,28 +514,16 @@ func (s *Session) stmtSendLongData(p []byte) {
 	cs.longLen += len(data)
 }
 
-// forgetCursors marks every cursor closed after the connection holding
-// them was lost; FETCH then reports no open cursor.
-func (s *Session) forgetCursors() {
-	for _, cs := range s.stmts {
-		cs.cursorOpen = false
-	}
-	s.cursors = 0
-}
-
 // dropStmts closes every statement of the session (reset, change user,
 // disconnect), as the server does.
 func (s *Session) dropStmts() {
-	for id, cs := range s.stmts {
+	n := s.stmts.clear(func(cs *clientStmt) {
 		if cs.cursorOpen && s.pinned != nil {
 			s.pinned.ClosePrepared(cs.cursor)
 		}
 		s.srv.stmtCache.release(cs.e)
-		s.srv.stats.clientStmts.Add(-1)
-		delete(s.stmts, id)
-	}
-	s.stmts = nil
-	s.cursors = 0
+	})
+	s.srv.stats.clientStmts.Add(int64(-n))
 	s.pins &^= pinCursor
 }
 
@@ -580,7 +539,7 @@ const bulkSendTypes = 128
 // another client's. Payload: command, statement id (4), flags (2), types
 // (2 per parameter) when flags has 128, then the rows.
 func (s *Session) stmtBulkExecute(ctx context.Context, p []byte) error {
-	cs, serr := s.clientStmt(p, "mysqld_stmt_bulk_execute")
+	cs, serr := s.stmts.lookup(p, "mysqld_stmt_bulk_execute")
 	if serr == nil && cs.e.kill != nil {
 		serr = stmtErr(erUnsupportedPS, "This command is not supported in the prepared statement protocol yet")
 	}

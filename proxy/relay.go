@@ -377,7 +377,7 @@ func varClass(name []byte) int {
 func (s *Session) relayLocalInfile(c *pool.Conn, raw []byte, res *result) error {
 	bw := c.Writer()
 	bw.SetSeq(c.Reader().Seq())
-	s.stopWatching()
+	s.stopWatching(s.nc)
 	defer s.allowWatching()
 	s.toClient(c, raw, res)
 	if err := s.w.Flush(); err != nil {
@@ -470,5 +470,5 @@ func (s *Session) clientFailed(c *pool.Conn, res *result, err error) {
 		return
 	}
 	res.clientErr = err
-	s.killCurrent(c)
+	s.killCurrent(c, s.pool, s.srv.log, s.id)
 }

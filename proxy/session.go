@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -32,21 +31,13 @@ type Session struct {
 	// extra marks a session of the extra port: it bypasses admission.
 	extra *extraPort
 	id    uint32
-	nc    net.Conn
-	tls   bool
+	// clientConn is the protocol connection with the client.
+	clientConn
 	// polled: the poller has the socket (see rc); resumed: the goroutine
 	// is new, the wait for a command goes on.
 	polled, resumed bool
-	remote          string
-	r               *mysqlwire.Reader
-	w               *mysqlwire.Writer
-	// small is the reader's resident buffer, from smallBufs; a parked
-	// session gives it back.
-	small *[smallBufSize]byte
 
-	salt      [20]byte
 	user      string
-	caps      uint32 // negotiated capabilities
 	collation collation
 	log       *slog.Logger
 
@@ -68,11 +59,6 @@ type Session struct {
 	// connID is what CONNECTION_ID() returns: the session's id, or the
 	// pseudo_thread_id the client set.
 	connID uint32
-	// extOffered and extCaps are the MariaDB extended capabilities the
-	// greeting offered and the client took.
-	extOffered, extCaps uint32
-	// compression is the client protocol's compression (none, zlib, zstd).
-	compression mysqlwire.CompressAlgo
 	// globals is the reading of the server's globals the session's
 	// values rest on (see pool.Globals).
 	globals *pool.Globals
@@ -121,12 +107,8 @@ type Session struct {
 	// statement running now.
 	tracked []string
 
-	// stmts are the session's prepared statements by client id (nil
-	// until the first PREPARE: idle sessions stay small); cursors counts
-	// those with an open cursor.
-	stmts      map[uint32]*clientStmt
-	lastStmtID uint32
-	cursors    int
+	// stmts are the session's prepared statements.
+	stmts stmtRegistry
 
 	// task is the session's handle in the scheduler.
 	task scheduler.Task
@@ -143,10 +125,8 @@ type Session struct {
 	waitSince atomic.Int64
 	// ctx is the server's context the session serves under.
 	ctx context.Context
-	// rc is the client socket's raw connection, polled is set once the
-	// poller has it, and parkDeadline is when a parked session's
-	// wait_timeout ends (unix ns; 0: none).
-	rc           syscall.RawConn
+	// parkDeadline is when a parked session's wait_timeout ends (unix
+	// ns; 0: none).
 	parkDeadline int64
 	// cmdIndex is the command being served (commandIndex) and errs counts
 	// the error answers written, so that the loop can tell the command's
@@ -154,25 +134,13 @@ type Session struct {
 	cmdIndex int
 	errs     uint32
 
-	// mu guards the fields below, shared with KILL from other sessions and
-	// with the disconnect watcher. A KILL QUERY is sent while mu is held,
-	// so the backend thread it names cannot be handed to another session.
-	mu         sync.Mutex
-	cur        *pool.Conn // backend running this session's statement
-	curSince   time.Time
-	curCmd     byte          // its command
-	curInfo    [infoLen]byte // the start of its SQL text, for the processlist
-	curInfoLen uint8         // ≤ infoLen
-	watchDone  chan struct{} // non-nil while a watcher goroutine runs
-	noWatch    bool          // the session goroutine reads from the client mid-statement
-	killed     bool          // KILL CONNECTION: end after the current statement
-	gone       bool          // the watcher saw the client disconnect
-	pub        SessionInfo   // published view of the goroutine-owned fields
-	pubPins    pinReason     // the pins pub shows
+	// inflight is what KILL, the processlist and the disconnect watcher
+	// share with the session goroutine.
+	inflight
 }
 
 func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
-	s := &Session{srv: srv, pool: srv.pool, extra: extra, nc: nc, remote: nc.RemoteAddr().String(), rowCount: -1}
+	s := &Session{srv: srv, pool: srv.pool, extra: extra, clientConn: clientConn{nc: nc, remote: nc.RemoteAddr().String()}, rowCount: -1}
 	if extra != nil {
 		s.pool = extra.pool
 	}
@@ -501,18 +469,6 @@ func (s *Session) writeOK() error {
 	return s.writeOKPacket(0, 0, s.status(), 0, nil, nil)
 }
 
-// writeOKPacket sends an OK in the layout the client negotiated; state is
-// session state information for a client with CLIENT_SESSION_TRACK.
-func (s *Session) writeOKPacket(affected, insertID uint64, status, warnings uint16, info, state []byte) error {
-	if s.caps&capSessionTrack == 0 {
-		return s.w.WriteOK(affected, insertID, status&^mysqlwire.StatusSessionStateChanged, warnings, info)
-	}
-	if len(state) == 0 {
-		status &^= mysqlwire.StatusSessionStateChanged
-	}
-	return s.w.WriteOKTracked(affected, insertID, status, warnings, info, state)
-}
-
 // status is the server status the session is in, for packets the proxy
 // writes itself.
 func (s *Session) status() uint16 {
@@ -597,7 +553,7 @@ func (s *Session) loseBackend() {
 	s.pool.Release(s.pinned)
 	s.pinned = nil
 	s.pins = 0
-	s.forgetCursors()
+	s.stmts.forgetCursors()
 }
 
 // setPinned records the session's pins after a statement on c, keeping c

@@ -1,0 +1,229 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"strconv"
+	"syscall"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+)
+
+// clientConn is the protocol side of a client connection: the socket and
+// its packet framing, what the handshake negotiated (capabilities, TLS,
+// compression), and the packets tpproxy writes itself (greeting, auth
+// exchange, OK, result sets of one value). What a command does is the
+// Session's business; clientConn only knows how to say it.
+type clientConn struct {
+	nc     net.Conn
+	tls    bool
+	remote string
+	r      *mysqlwire.Reader
+	w      *mysqlwire.Writer
+	// small is the reader's resident buffer, from smallBufs; a parked
+	// session gives it back.
+	small *[smallBufSize]byte
+	// rc is the socket's raw connection, for the poller (see rawConn).
+	rc syscall.RawConn
+
+	salt [20]byte
+	caps uint32 // negotiated capabilities
+	// extOffered and extCaps are the MariaDB extended capabilities the
+	// greeting offered and the client took.
+	extOffered, extCaps uint32
+	// compression is the client protocol's compression (none, zlib, zstd).
+	compression mysqlwire.CompressAlgo
+}
+
+// greeting is what the initial handshake announces besides the
+// connection's own salt and MariaDB capabilities.
+type greeting struct {
+	version   string
+	connID    uint32
+	caps      uint32
+	collation byte
+	plugin    string
+}
+
+// compress switches both directions to the negotiated compression, from
+// the next packet on (inside TLS when that is on).
+func (s *clientConn) compress(algo mysqlwire.CompressAlgo, zstdLevel int) {
+	cc := mysqlwire.NewCompressConnBuffered(s.nc, algo, zstdLevel, mysqlwire.CompressServer, s.r.TakeBuffered())
+	s.nc = cc
+	s.r.Reset(cc)
+	s.w.Reset(cc)
+	s.compression = algo
+}
+
+// writeGreeting sends the initial handshake (protocol version 10).
+func (s *clientConn) writeGreeting(g greeting) error {
+	caps := g.caps
+	w := s.w
+	w.SetSeq(0)
+	w.Begin()
+	w.AppendByte(10)
+	w.AppendString(g.version)
+	w.AppendByte(0)
+	w.AppendUint32(g.connID)
+	w.AppendBytes(s.salt[:8])
+	w.AppendByte(0)
+	w.AppendUint16(uint16(caps))
+	w.AppendByte(g.collation)
+	w.AppendUint16(mysqlwire.StatusAutocommit)
+	w.AppendUint16(uint16(caps >> 16))
+	w.AppendByte(21) // length of the scramble including its NUL
+	w.AppendBytes(make([]byte, 6))
+	w.AppendUint32(s.extOffered)
+	w.AppendBytes(s.salt[8:])
+	w.AppendByte(0)
+	w.AppendString(g.plugin)
+	w.AppendByte(0)
+	if err := w.End(); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// startTLS switches the client connection to TLS after an SSLRequest
+// (cfg nil: TLS is not offered).
+func (s *clientConn) startTLS(cfg *tls.Config) error {
+	if cfg == nil {
+		return fmt.Errorf("%w: SSL requested but not offered", errBadHandshake)
+	}
+	// The client may have sent its ClientHello right behind the SSLRequest:
+	// whatever the reader already holds belongs to the TLS layer.
+	tc := tls.Server(&prefixConn{Conn: s.nc, pre: s.r.TakeBuffered()}, cfg)
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("tls handshake: %w", err)
+	}
+	s.nc = tc
+	s.tls = true
+	s.r.Reset(tc)
+	s.w.Reset(tc)
+	return nil
+}
+
+// writeMoreData sends an AuthMoreData packet.
+func (s *clientConn) writeMoreData(data []byte) error {
+	s.w.Begin()
+	s.w.AppendByte(0x01)
+	s.w.AppendBytes(data)
+	if err := s.w.End(); err != nil {
+		return err
+	}
+	s.r.SetSeq(s.w.Seq())
+	return s.w.Flush()
+}
+
+// authSwitch asks the client to answer with another plugin and returns its
+// answer.
+func (s *clientConn) authSwitch(plugin string) ([]byte, error) {
+	s.w.Begin()
+	s.w.AppendByte(0xfe)
+	s.w.AppendString(plugin)
+	s.w.AppendByte(0)
+	s.w.AppendBytes(s.salt[:])
+	s.w.AppendByte(0)
+	if err := s.w.End(); err != nil {
+		return nil, err
+	}
+	if err := s.w.Flush(); err != nil {
+		return nil, err
+	}
+	s.r.SetSeq(s.w.Seq())
+	p, err := s.r.ReadPacket()
+	if err != nil {
+		return nil, err
+	}
+	s.w.SetSeq(s.r.Seq())
+	return p, nil
+}
+
+// remoteHost is the client's address as MySQL error messages show it.
+func (s *clientConn) remoteHost() string {
+	if host, _, err := net.SplitHostPort(s.remote); err == nil {
+		return host
+	}
+	return s.remote
+}
+
+// reject answers a connection the proxy will not serve the way the server
+// does: an ERR (1040 over the limit, 1053 while shutting down) instead of a
+// greeting.
+func (s *clientConn) reject(e *mysqlwire.Error) {
+	s.w.SetSeq(0)
+	_ = s.w.WriteERR(e)
+	_ = s.w.Flush()
+	s.w.Release()
+	_ = s.nc.Close()
+}
+
+// writeOKPacket sends an OK in the layout the client negotiated; state is
+// session state information for a client with CLIENT_SESSION_TRACK.
+func (s *clientConn) writeOKPacket(affected, insertID uint64, status, warnings uint16, info, state []byte) error {
+	if s.caps&capSessionTrack == 0 {
+		return s.w.WriteOK(affected, insertID, status&^mysqlwire.StatusSessionStateChanged, warnings, info)
+	}
+	if len(state) == 0 {
+		status &^= mysqlwire.StatusSessionStateChanged
+	}
+	return s.w.WriteOKTracked(affected, insertID, status, warnings, info, state)
+}
+
+// writeValue sends a one-row, one-column result set; status is the
+// session's server status.
+func (s *clientConn) writeValue(col mysqlwire.Column, val []byte, status uint16) error {
+	w := s.w
+	w.Begin()
+	w.AppendLenEncInt(1)
+	if err := w.End(); err != nil {
+		return err
+	}
+	if err := w.WriteColumn(col); err != nil {
+		return err
+	}
+	if err := w.WriteEOF(0, status); err != nil {
+		return err
+	}
+	w.Begin()
+	w.AppendLenEncString(val)
+	if err := w.End(); err != nil {
+		return err
+	}
+	return w.WriteEOF(0, status)
+}
+
+// writeNumber sends a one-row, one-column result set holding v in a
+// column named name defined like col.
+func (s *clientConn) writeNumber(name []byte, col mysqlwire.Column, v uint64, status uint16) error {
+	var buf [24]byte
+	col.Name = name
+	return s.writeValue(col, strconv.AppendUint(buf[:0], v, 10), status)
+}
+
+// writeSigned sends a one-row, one-column result set holding a BIGINT.
+func (s *clientConn) writeSigned(name []byte, v int64, status uint16) error {
+	var buf [24]byte
+	col := colSigned
+	col.Name = name
+	return s.writeValue(col, strconv.AppendInt(buf[:0], v, 10), status)
+}
+
+// rawConn is the client socket's, for the poller.
+func (s *clientConn) rawConn() syscall.RawConn {
+	if s.rc == nil {
+		cc, ok := s.nc.(*countingConn)
+		if !ok {
+			return nil
+		}
+		sc, ok := cc.Conn.(syscall.Conn)
+		if !ok {
+			return nil
+		}
+		if rc, err := sc.SyscallConn(); err == nil {
+			s.rc = rc
+		}
+	}
+	return s.rc
+}

@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tpproxy/tpproxy/pool"
+)
+
+// inflight is the part of a session other goroutines see and touch: the
+// statement running now (for KILL, the processlist and the disconnect
+// watcher), the watcher itself, and the marks KILL CONNECTION and a
+// vanished client leave. mu guards all of it. A KILL QUERY is sent while
+// mu is held, so the backend thread it names cannot be handed to another
+// session meanwhile.
+type inflight struct {
+	mu         sync.Mutex
+	cur        *pool.Conn // backend running this session's statement
+	curSince   time.Time
+	curCmd     byte          // its command
+	curInfo    [infoLen]byte // the start of its SQL text, for the processlist
+	curInfoLen uint8         // ≤ infoLen
+	watchDone  chan struct{} // non-nil while a watcher goroutine runs
+	noWatch    bool          // the session goroutine reads from the client mid-statement
+	killed     bool          // KILL CONNECTION: end after the current statement
+	gone       bool          // the watcher saw the client disconnect
+	pub        SessionInfo   // published view of the goroutine-owned fields
+	pubPins    pinReason     // the pins pub shows
+}
+
+// beginExec records that c runs a statement of this session, so KILL and
+// the disconnect watcher can find it.
+func (f *inflight) beginExec(c *pool.Conn, cmd byte, q []byte) {
+	f.mu.Lock()
+	f.cur = c
+	f.curSince = time.Now()
+	f.curCmd = cmd
+	f.curInfoLen = uint8(copy(f.curInfo[:], q))
+	f.mu.Unlock()
+}
+
+// endExec clears the running statement and stops a watcher. It reports
+// whether the client disconnected or the session was killed meanwhile.
+func (f *inflight) endExec(nc net.Conn) (ended bool) {
+	f.mu.Lock()
+	f.cur = nil
+	done := f.watchDone
+	f.watchDone = nil
+	ended = f.gone || f.killed
+	f.mu.Unlock()
+	if done != nil {
+		f.stopWatcher(done, nc)
+	}
+	return ended
+}
+
+// stopWatcher ends a watcher blocked reading the client and waits for it,
+// after which the session goroutine owns the reader again.
+func (f *inflight) stopWatcher(done chan struct{}, nc net.Conn) {
+	_ = nc.SetReadDeadline(time.Unix(1, 0))
+	<-done
+	_ = nc.SetReadDeadline(time.Time{})
+}
+
+// stopWatching stops a running watcher and keeps new ones from starting
+// while the session goroutine itself reads from the client mid-statement
+// (LOAD DATA LOCAL).
+func (f *inflight) stopWatching(nc net.Conn) {
+	f.mu.Lock()
+	f.noWatch = true
+	done := f.watchDone
+	f.watchDone = nil
+	f.mu.Unlock()
+	if done != nil {
+		f.stopWatcher(done, nc)
+	}
+}
+
+func (f *inflight) allowWatching() {
+	f.mu.Lock()
+	f.noWatch = false
+	f.mu.Unlock()
+}
+
+// maybeWatch starts a disconnect watcher for a statement running longer
+// than watchAfter. The server's reaper calls it once a second.
+func (f *inflight) maybeWatch(now time.Time, cc *clientConn, p *pool.Pool, log *slog.Logger, id uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur == nil || f.watchDone != nil || f.noWatch || f.gone || now.Sub(f.curSince) < watchAfter {
+		return
+	}
+	done := make(chan struct{})
+	f.watchDone = done
+	go f.watch(done, cc, p, log, id)
+}
+
+// watch blocks reading the client while the session goroutine waits for
+// the backend. Bytes that arrive stay buffered for the session; an error
+// other than the deadline set by stopWatcher means the client is gone, and
+// its statement is killed so that nothing keeps running for nobody.
+func (f *inflight) watch(done chan struct{}, cc *clientConn, p *pool.Pool, log *slog.Logger, id uint32) {
+	defer close(done)
+	err := cc.r.Fill()
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gone = true
+	if f.cur != nil {
+		f.killLocked(p, log, id)
+	}
+}
+
+// killCurrent stops the statement running on c, for example because the
+// client stopped reading its result.
+func (f *inflight) killCurrent(c *pool.Conn, p *pool.Pool, log *slog.Logger, id uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur == c {
+		f.killLocked(p, log, id)
+	}
+}
+
+// killLocked sends KILL QUERY for the running statement of session id on
+// p's control connection. mu is held, so the backend thread cannot change
+// hands before the KILL arrives.
+func (f *inflight) killLocked(p *pool.Pool, log *slog.Logger, id uint32) {
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	if err := p.Kill(ctx, f.cur.ThreadID(), true); err != nil {
+		log.Warn("kill on backend failed", "conn_id", id, "thread_id", f.cur.ThreadID(), "err", err)
+	}
+}

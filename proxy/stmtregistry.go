@@ -1,0 +1,104 @@
+package proxy
+
+import "github.com/tpproxy/tpproxy/internal/mysqlwire"
+
+// stmtRegistry is a session's prepared statements by client id, and how
+// many of them hold an open cursor. The map is made on the first PREPARE:
+// idle sessions stay small.
+type stmtRegistry struct {
+	byID   map[uint32]*clientStmt
+	lastID uint32
+	// cursors counts the statements with an open cursor.
+	cursors int
+}
+
+// full reports whether the session holds as many statements as the
+// server would let it (max_prepared_stmt_count).
+func (r *stmtRegistry) full() bool { return len(r.byID) >= maxClientStatements }
+
+// len is the number of statements.
+func (r *stmtRegistry) len() int { return len(r.byID) }
+
+// get is the statement of client id id, nil if none.
+func (r *stmtRegistry) get(id uint32) *clientStmt { return r.byID[id] }
+
+// lookup returns the statement a command packet names, or the ERR the
+// server gives for a malformed or unknown id.
+func (r *stmtRegistry) lookup(p []byte, command string) (*clientStmt, *mysqlwire.Error) {
+	id, ok := mysqlwire.StmtID(p)
+	if !ok {
+		return nil, stmtErr(erWrongArguments, "Incorrect arguments to %s", command)
+	}
+	if cs := r.byID[id]; cs != nil {
+		return cs, nil
+	}
+	return nil, stmtErr(erUnknownStmtHandler, "Unknown prepared statement handler (%d) given to %s", id, command)
+}
+
+// add registers a statement for cache entry e under the next free client
+// id (never 0) and returns the id.
+func (r *stmtRegistry) add(e *cachedStmt) uint32 {
+	if r.byID == nil {
+		r.byID = make(map[uint32]*clientStmt)
+	}
+	for {
+		r.lastID++
+		if _, used := r.byID[r.lastID]; !used && r.lastID != 0 {
+			break
+		}
+	}
+	r.byID[r.lastID] = &clientStmt{e: e}
+	return r.lastID
+}
+
+// remove unregisters statement id and returns it (nil if none). Its
+// cursor, if open, is the caller's to close first.
+func (r *stmtRegistry) remove(id uint32) *clientStmt {
+	cs := r.byID[id]
+	if cs != nil {
+		delete(r.byID, id)
+	}
+	return cs
+}
+
+// openCursor records that cs holds an open cursor in backend statement id.
+func (r *stmtRegistry) openCursor(cs *clientStmt, id uint32) {
+	if cs.cursorOpen {
+		return
+	}
+	cs.cursor, cs.cursorOpen = id, true
+	r.cursors++
+}
+
+// closeCursor records that cs's cursor is closed. It reports whether cs
+// had one open.
+func (r *stmtRegistry) closeCursor(cs *clientStmt) bool {
+	if !cs.cursorOpen {
+		return false
+	}
+	cs.cursorOpen = false
+	r.cursors--
+	return true
+}
+
+// forgetCursors marks every cursor closed: the connection holding them
+// is gone.
+func (r *stmtRegistry) forgetCursors() {
+	for _, cs := range r.byID {
+		cs.cursorOpen = false
+	}
+	r.cursors = 0
+}
+
+// clear unregisters every statement, calling each for it first (to close
+// its cursor and release its cache entry), and returns how many there
+// were.
+func (r *stmtRegistry) clear(each func(*clientStmt)) int {
+	n := len(r.byID)
+	for _, cs := range r.byID {
+		each(cs)
+	}
+	r.byID = nil
+	r.cursors = 0
+	return n
+}

@@ -20,6 +20,29 @@ import (
 // diagnostics statements run on a backend whose diagnostics area is first
 // cleared of other sessions' conditions.
 
+// diagArea is the session's copy of the diagnostics area: the conditions
+// of its last statement and @@warning_count. local: the copy is newer than
+// what the pinned connection holds (tpproxy answered an error itself).
+type diagArea struct {
+	conds        []diagnostic
+	warningCount uint16
+	local        bool
+}
+
+// reset empties the copy.
+func (d *diagArea) reset() {
+	d.conds = d.conds[:0]
+	d.warningCount = 0
+	d.local = false
+}
+
+// ownError makes an error tpproxy answered itself the only condition.
+func (d *diagArea) ownError(e *mysqlwire.Error) {
+	d.conds = append(d.conds[:0], diagnostic{level: "Error", code: e.Code, message: e.Message, state: e.State})
+	d.warningCount = 1
+	d.local = true
+}
+
 // diagnostic is one row of SHOW WARNINGS.
 type diagnostic struct {
 	level   string
@@ -28,21 +51,17 @@ type diagnostic struct {
 	state   string // SQLSTATE of an error, when known
 }
 
-// replayDiagnostics gives connection c the session's diagnostics before a
-// statement that reads them in a form tpproxy does not answer itself
-// (SELECT @@warning_count + 0, GET DIAGNOSTICS, ...), unless it is the
-// session's pinned connection and holds them already. The session's copy
+// replay gives connection c the session's diagnostics (the session
+// owner's) before a statement that reads them in a form tpproxy does not
+// answer itself (SELECT @@warning_count + 0, GET DIAGNOSTICS, ...). The copy
 // is what counts: a single warning or error is raised again with SIGNAL,
 // which puts exactly it in the diagnostics area; otherwise the area is
 // emptied of whatever another session left there. Several conditions or a
 // note cannot be raised alike (SIGNAL makes one condition per statement
 // and no notes), so then the statement sees none (a documented limit).
-func (s *Session) replayDiagnostics(ctx context.Context, c *pool.Conn) error {
-	if s.ownsDiagnostics() {
-		return nil
-	}
-	if len(s.diag) == 1 && (s.diag[0].level == "Warning" || s.diag[0].level == "Error") {
-		d := s.diag[0]
+func (a *diagArea) replay(ctx context.Context, c *pool.Conn, owner uint64) error {
+	if len(a.conds) == 1 && (a.conds[0].level == "Warning" || a.conds[0].level == "Error") {
+		d := a.conds[0]
 		state := "01000"
 		if d.level == "Error" {
 			state = d.state
@@ -56,7 +75,7 @@ func (s *Session) replayDiagnostics(ctx context.Context, c *pool.Conn) error {
 		if err != nil && !(errors.As(err, &me) && d.level == "Error") {
 			return err
 		}
-		c.SetDiagOwner(s.state.Owner)
+		c.SetDiagOwner(owner)
 		return nil
 	}
 	if _, err := c.Exec(ctx, clearDiagnosticsSQL); err != nil {
@@ -90,7 +109,7 @@ const clearDiagnosticsSQL = "DO (SELECT 1 FROM information_schema.ENGINES LIMIT 
 // ownsDiagnostics reports whether the session's pinned backend holds the
 // session's own latest diagnostics, so diagnostics statements can go there.
 func (s *Session) ownsDiagnostics() bool {
-	return !s.diagLocal && s.pinned != nil && s.pinned.DiagOwner() == s.state.Owner
+	return !s.diag.local && s.pinned != nil && s.pinned.DiagOwner() == s.state.Owner
 }
 
 // noteDiagnostics updates the session's diagnostics after a statement on c
@@ -104,9 +123,7 @@ func (s *Session) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result
 		// statement that raises none and opens no table.
 		return
 	}
-	s.diag = s.diag[:0]
-	s.warningCount = 0
-	s.diagLocal = false
+	s.diag.reset()
 	if res.warnings == 0 && res.err == nil {
 		return
 	}
@@ -114,7 +131,15 @@ func (s *Session) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result
 	if keep {
 		return // the pinned backend holds them
 	}
-	s.warningCount = res.warnings
+	if err := s.diag.copy(ctx, c, res); err != nil {
+		s.debug("could not copy diagnostics", "err", err)
+	}
+}
+
+// copy reads c's diagnostics area (SHOW WARNINGS) after a statement that
+// left res.
+func (a *diagArea) copy(ctx context.Context, c *pool.Conn, res *result) error {
+	a.warningCount = res.warnings
 	err := c.Query(ctx, "SHOW WARNINGS", func(row []byte) error {
 		f, err := mysqlwire.RowValues(nil, row)
 		if err != nil || len(f) != 3 {
@@ -125,15 +150,13 @@ func (s *Session) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result
 		if res.err != nil && d.code == res.err.Code {
 			d.state = res.err.State
 		}
-		s.diag = append(s.diag, d)
+		a.conds = append(a.conds, d)
 		return nil
 	})
-	if err != nil {
-		s.debug("could not copy diagnostics", "err", err)
+	if n := uint16(len(a.conds)); n > a.warningCount {
+		a.warningCount = n
 	}
-	if n := uint16(len(s.diag)); n > s.warningCount {
-		s.warningCount = n
-	}
+	return err
 }
 
 // resultCharset is how the server declares text columns it builds
@@ -149,9 +172,9 @@ func (s *Session) resultCharset() (id uint16, maxLen uint32) {
 }
 
 // errorCount is @@error_count of the session's last statement.
-func (s *Session) errorCount() uint64 {
+func (a *diagArea) errorCount() uint64 {
 	var n uint64
-	for _, d := range s.diag {
+	for _, d := range a.conds {
 		if d.level == "Error" {
 			n++
 		}
@@ -159,26 +182,27 @@ func (s *Session) errorCount() uint64 {
 	return n
 }
 
-// answerDiagnostics answers SHOW WARNINGS, SHOW ERRORS, SHOW COUNT(*) ... and
-// SELECT @@warning_count / @@error_count from the session's copy.
-func (s *Session) answerDiagnostics(info *sqlscan.Info) (rows uint64, err error) {
+// answer answers SHOW WARNINGS, SHOW ERRORS, SHOW COUNT(*) ... and SELECT
+// @@warning_count / @@error_count from the copy, on cc; cs and maxLen are
+// the text columns' character set (Session.resultCharset), status the
+// session's.
+func (a *diagArea) answer(cc *clientConn, info *sqlscan.Info, cs uint16, maxLen uint32, status uint16) (rows uint64, err error) {
 	switch info.Local {
 	case sqlscan.LocalWarningCount:
-		return 1, s.writeNumber(info.LocalExpr, colCount, uint64(s.warningCount), s.status())
+		return 1, cc.writeNumber(info.LocalExpr, colCount, uint64(a.warningCount), status)
 	case sqlscan.LocalErrorCount:
-		return 1, s.writeNumber(info.LocalExpr, colCount, s.errorCount(), s.status())
+		return 1, cc.writeNumber(info.LocalExpr, colCount, a.errorCount(), status)
 	case sqlscan.LocalCountWarnings:
-		return 1, s.writeNumber([]byte("@@session.warning_count"), colCount, uint64(s.warningCount), s.status())
+		return 1, cc.writeNumber([]byte("@@session.warning_count"), colCount, uint64(a.warningCount), status)
 	case sqlscan.LocalCountErrors:
-		return 1, s.writeNumber([]byte("@@session.error_count"), colCount, s.errorCount(), s.status())
+		return 1, cc.writeNumber([]byte("@@session.error_count"), colCount, a.errorCount(), status)
 	}
-	w := s.w
+	w := cc.w
 	w.Begin()
 	w.AppendLenEncInt(3)
 	if err := w.End(); err != nil {
 		return 0, err
 	}
-	cs, maxLen := s.resultCharset()
 	cols := [...]mysqlwire.Column{
 		{Name: []byte("Level"), Charset: cs, Length: 7 * maxLen, Type: mysqlwire.TypeVarString, Flags: mysqlwire.FlagNotNull, Decimals: notFixedDec},
 		{Name: []byte("Code"), Charset: 63, Length: 4, Type: mysqlwire.TypeLong, Flags: mysqlwire.FlagNotNull | mysqlwire.FlagUnsigned | mysqlwire.FlagBinary},
@@ -189,12 +213,12 @@ func (s *Session) answerDiagnostics(info *sqlscan.Info) (rows uint64, err error)
 			return 0, err
 		}
 	}
-	if err := w.WriteEOF(0, s.status()); err != nil {
+	if err := w.WriteEOF(0, status); err != nil {
 		return 0, err
 	}
 	var skipped, sent uint64
 	var num [8]byte
-	for _, d := range s.diag {
+	for _, d := range a.conds {
 		if info.Local == sqlscan.LocalShowErrors && d.level != "Error" {
 			continue
 		}
@@ -214,5 +238,5 @@ func (s *Session) answerDiagnostics(info *sqlscan.Info) (rows uint64, err error)
 			return sent, err
 		}
 	}
-	return sent, w.WriteEOF(0, s.status())
+	return sent, w.WriteEOF(0, status)
 }

@@ -280,11 +280,11 @@ func (s *Session) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sql
 			return err
 		}
 	}
-	if info.Flags&sqlscan.FlagFoundRows != 0 && s.pins&pinFoundRows == 0 && !(s.foundRowsOnConn && c == s.pinned) {
+	if info.Flags&sqlscan.FlagFoundRows != 0 && s.pins&pinFoundRows == 0 && !(s.found.onConn && c == s.pinned) {
 		// FOUND_ROWS() in a form tpproxy does not answer itself reads
 		// this connection's count: make it the session's. A failure
 		// leaves the connection's own (a documented limit).
-		if err := s.primeFoundRows(ctx, c); err != nil {
+		if err := c.Query(ctx, primeFoundRowsSQL(s.found.n, s.mode.MariaDB), func([]byte) error { return nil }); err != nil {
 			var me *mysqlwire.Error
 			if !errors.As(err, &me) {
 				return err
@@ -293,8 +293,10 @@ func (s *Session) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sql
 		}
 	}
 	if info.Flags&sqlscan.FlagDiagnostics != 0 {
-		if err := s.replayDiagnostics(ctx, c); err != nil {
-			return err
+		if !s.ownsDiagnostics() {
+			if err := s.diag.replay(ctx, c, s.state.Owner); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -450,15 +452,21 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	}
 	if res.err == nil {
 		// SQL_CALC_FOUND_ROWS's count recorded: nothing to pin for.
-		ev.foundRowsKept = s.noteFoundRows(ctx, c, q, res, info, s.pins.next(&ev)&^pinFoundRows != 0)
+		kept, err := s.found.note(ctx, c, q, res, info, s.pins.next(&ev)&^pinFoundRows != 0)
+		if err != nil {
+			s.debug("cannot read FOUND_ROWS()", "err", err)
+		}
+		ev.foundRowsKept = kept
 	}
 	pins := s.pins.next(&ev)
-	if pins == 0 && s.foundRowsOnConn {
+	if pins == 0 && s.found.onConn {
 		// The count lives on the connection the session now leaves.
-		if s.foundRowsExact {
-			s.foundRowsOnConn = false
+		if s.found.exact {
+			s.found.onConn = false
 		} else {
-			s.readFoundRows(ctx, c, res.rows)
+			if err := s.found.read(ctx, c, res.rows); err != nil {
+				s.debug("cannot read FOUND_ROWS()", "err", err)
+			}
 		}
 	}
 	if res.err == nil && s.releases(info, q) {

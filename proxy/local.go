@@ -20,22 +20,23 @@ func (s *Session) answerLocal(info *sqlscan.Info) (ok bool, err error) {
 	case sqlscan.LocalRowCount:
 		err = s.writeSigned(info.LocalExpr, s.rowCount, s.status())
 	case sqlscan.LocalFoundRows:
-		if s.pins&pinFoundRows != 0 || s.foundRowsOnConn && s.pinned != nil {
+		if s.pins&pinFoundRows != 0 || s.found.onConn && s.pinned != nil {
 			return false, nil // SQL_CALC_FOUND_ROWS counted on the pinned connection
 		}
-		err = s.writeSigned(info.LocalExpr, int64(s.foundRows), s.status())
+		err = s.writeSigned(info.LocalExpr, int64(s.found.n), s.status())
 	default:
 		if s.ownsDiagnostics() {
 			return false, nil
 		}
-		_, err = s.answerDiagnostics(info)
+		cs, maxLen := s.resultCharset()
+		_, err = s.diag.answer(&s.clientConn, info, cs, maxLen, s.status())
 	}
 	// A statement the server would have run: it returned a result set,
 	// so ROW_COUNT() becomes -1, and a SELECT sets FOUND_ROWS() to its
 	// number of rows (SHOW WARNINGS and SHOW ERRORS leave it).
 	s.rowCount = -1
 	if info.Local != sqlscan.LocalShowWarnings && info.Local != sqlscan.LocalShowErrors {
-		s.foundRows, s.foundRowsOnConn = rows, false
+		s.found.n, s.found.onConn = rows, false
 	}
 	if s.pins&pinFoundRows != 0 && s.pinned != nil {
 		s.setPinned(s.pinned, s.pins&^pinFoundRows)

@@ -47,18 +47,14 @@ type Session struct {
 	pinned *pool.Conn
 	pins   pinReason
 
-	// lastInsertID is the session's LAST_INSERT_ID() (see noteInsertID).
-	lastInsertID uint64
-	rowCount     int64  // ROW_COUNT() of the last statement
-	foundRows    uint64 // FOUND_ROWS(): rows of the last result set
-	// foundRowsOnConn: the exact FOUND_ROWS() is on the pinned connection
-	// (a LIMIT query of a pinned session); foundRows is a fallback.
-	foundRowsOnConn bool
-	// foundRowsExact: foundRows is the count on the pinned connection too.
-	foundRowsExact bool
 	// connID is what CONNECTION_ID() returns: the session's id, or the
 	// pseudo_thread_id the client set.
 	connID uint32
+	// lastInsertID is the session's LAST_INSERT_ID() (see noteInsertID).
+	lastInsertID uint64
+	rowCount     int64 // ROW_COUNT() of the last statement
+	// found is FOUND_ROWS().
+	found foundRowsCount
 	// globals is the reading of the server's globals the session's
 	// values rest on (see pool.Globals).
 	globals *pool.Globals
@@ -95,12 +91,8 @@ type Session struct {
 	deadlineSet time.Time
 
 	// diag is the copy of the diagnostics (SHOW WARNINGS) the last
-	// statement left, taken when the session released its backend;
-	// warningCount is @@warning_count. diagLocal: the copy is newer than
-	// what the pinned connection holds (tpproxy answered an error itself).
-	diag         []diagnostic
-	warningCount uint16
-	diagLocal    bool
+	// statement left, taken when the session released its backend.
+	diag diagArea
 	// collationID is the collation the client asked for at login.
 	collationID uint16
 	// tracked lists the variables the server reported changed by the
@@ -122,17 +114,17 @@ type Session struct {
 	// wait is the state of that wait (waitBusy...), waitSince when it
 	// began (unix ns): the reaper parks sessions idle for long.
 	wait      atomic.Uint32
+	errs      uint32 // see cmdIndex; here, where it fills what wait leaves of a word
 	waitSince atomic.Int64
 	// ctx is the server's context the session serves under.
 	ctx context.Context
 	// parkDeadline is when a parked session's wait_timeout ends (unix
 	// ns; 0: none).
 	parkDeadline int64
-	// cmdIndex is the command being served (commandIndex) and errs counts
-	// the error answers written, so that the loop can tell the command's
-	// outcome.
+	// cmdIndex is the command being served (commandIndex) and errs (above)
+	// counts the error answers written, so that the loop can tell the
+	// command's outcome.
 	cmdIndex int
-	errs     uint32
 
 	// inflight is what KILL, the processlist and the disconnect watcher
 	// share with the session goroutine.
@@ -451,17 +443,9 @@ func (s *Session) checkSchema(ctx context.Context) error {
 func (s *Session) writeErr(err error) error {
 	s.errs++
 	e := sqlError(err)
-	s.noteOwnError(e)
-	return s.w.WriteERR(e)
-}
-
-// noteOwnError records an error tpproxy answered itself as the session's
-// diagnostics.
-func (s *Session) noteOwnError(e *mysqlwire.Error) {
-	s.diag = append(s.diag[:0], diagnostic{level: "Error", code: e.Code, message: e.Message, state: e.State})
-	s.warningCount = 1
-	s.diagLocal = true
+	s.diag.ownError(e)
 	s.rowCount = -1
+	return s.w.WriteERR(e)
 }
 
 // writeOK sends an OK packet with the session's current status.
@@ -591,8 +575,6 @@ func (s *Session) unpinForReset() {
 	s.connID = s.id
 	s.lastInsertID = 0
 	s.rowCount = -1
-	s.foundRows, s.foundRowsOnConn = 0, false
-	s.diag = s.diag[:0]
-	s.warningCount = 0
-	s.diagLocal = false
+	s.found.n, s.found.onConn = 0, false
+	s.diag.reset()
 }

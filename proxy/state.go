@@ -477,43 +477,53 @@ func (s *Session) autocommitOff() bool {
 	return ok && (v == "OFF" || v == "0")
 }
 
-// noteFoundRows records what FOUND_ROWS() returns after a statement: the
-// rows of its result set, unless a LIMIT makes the server count otherwise
-// (LIMIT 2,1 counts 3, a UNION with LIMIT counts every row of the union),
-// or an INSERT/REPLACE/CREATE ... SELECT counted the rows it selected; the
+// foundRowsCount is what FOUND_ROWS() returns for the session: n, unless
+// onConn says the exact count is on the pinned connection (a LIMIT query of
+// a pinned session; n is a fallback); exact: n is that count too.
+type foundRowsCount struct {
+	n      uint64
+	onConn bool
+	exact  bool
+}
+
+// note records what FOUND_ROWS() returns after a statement: the rows of
+// its result set, unless a LIMIT makes the server count otherwise (LIMIT
+// 2,1 counts 3, a UNION with LIMIT counts every row of the union), or an
+// INSERT/REPLACE/CREATE ... SELECT counted the rows it selected; the
 // connection is then asked, before anyone else can use it. The question
 // opens no table, so the statement's warnings stay. A session that keeps
 // its connection (keep) is not asked: the count stays there, and is read
 // when the session leaves it.
 //
 // It reports whether the count is known exactly (so SQL_CALC_FOUND_ROWS
-// need not pin).
-func (s *Session) noteFoundRows(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info, keep bool) bool {
+// need not pin), and why asking the connection failed.
+func (f *foundRowsCount) note(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info, keep bool) (bool, error) {
 	selects := !res.resultSet && !info.Multi && info.Flags&sqlscan.FlagFrom != 0 && containsFold(q, "SELECT") &&
 		(info.Kind == sqlscan.KindInsert || info.Kind == sqlscan.KindReplace || info.Kind == sqlscan.KindCreate)
 	if keep && (res.resultSet || selects || info.Flags&sqlscan.FlagSQLPrepare != 0) {
 		// EXECUTE runs a text tpproxy does not see: whatever it counted
 		// is on the connection too. A lone result set without LIMIT
-		// counted the rows relayed (foundRowsExact): the connection need
-		// not be asked when the session leaves it.
-		s.foundRows, s.foundRowsOnConn = res.rows, true
-		s.foundRowsExact = res.resultSet && !selects && info.Flags&sqlscan.FlagSQLPrepare == 0 && !info.Multi &&
+		// counted the rows relayed (exact): the connection need not be
+		// asked when the session leaves it.
+		f.n, f.onConn = res.rows, true
+		f.exact = res.resultSet && !selects && info.Flags&sqlscan.FlagSQLPrepare == 0 && !info.Multi &&
 			!res.routine && info.Kind != sqlscan.KindCall && !containsFold(q, "LIMIT")
-		return false
+		return false, nil
 	}
 	if !res.resultSet && !selects {
-		return false
+		return false, nil
 	}
 	if !selects && (info.Multi || !containsFold(q, "LIMIT")) {
-		s.foundRows, s.foundRowsOnConn = res.rows, false
-		return false
+		f.n, f.onConn = res.rows, false
+		return false, nil
 	}
-	return s.readFoundRows(ctx, c, res.rows)
+	err := f.read(ctx, c, res.rows)
+	return err == nil, err
 }
 
-// readFoundRows asks c for FOUND_ROWS() (fallback if that fails).
-func (s *Session) readFoundRows(ctx context.Context, c *pool.Conn, fallback uint64) bool {
-	s.foundRowsOnConn = false
+// read asks c for FOUND_ROWS() (fallback if that fails).
+func (f *foundRowsCount) read(ctx context.Context, c *pool.Conn, fallback uint64) error {
+	f.onConn = false
 	var v uint64
 	err := c.Query(ctx, "SELECT FOUND_ROWS()", func(row []byte) error {
 		b, _, err := mysqlwire.LenEncString(row)
@@ -523,30 +533,26 @@ func (s *Session) readFoundRows(ctx context.Context, c *pool.Conn, fallback uint
 		return err
 	})
 	if err != nil {
-		s.debug("cannot read FOUND_ROWS()", "err", err)
-		s.foundRows = fallback
-		return false
+		f.n = fallback
+		return err
 	}
-	s.foundRows = v
-	return true
+	f.n = v
+	return nil
 }
 
-// primeFoundRows makes FOUND_ROWS() on c return the session's count: a
-// SQL_CALC_FOUND_ROWS count over that many rows of MariaDB's sequence
-// engine (or, elsewhere, a recursive CTE) returning none of them.
-func (s *Session) primeFoundRows(ctx context.Context, c *pool.Conn) error {
-	n := s.foundRows
-	var q string
+// primeFoundRowsSQL is the statement that makes FOUND_ROWS() on a
+// connection return n: a SQL_CALC_FOUND_ROWS count over that many rows of
+// MariaDB's sequence engine (or, elsewhere, a recursive CTE) returning none
+// of them.
+func primeFoundRowsSQL(n uint64, mariadb bool) string {
 	switch {
 	case n == 0:
-		q = "SELECT SQL_CALC_FOUND_ROWS 1 FROM DUAL WHERE FALSE LIMIT 0"
-	case s.mode.MariaDB:
-		q = "SELECT SQL_CALC_FOUND_ROWS 1 FROM seq_1_to_" + strconv.FormatUint(n, 10) + " LIMIT 0"
-	default:
-		q = "WITH RECURSIVE tpproxy_n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM tpproxy_n WHERE i < " +
-			strconv.FormatUint(n, 10) + ") SELECT SQL_CALC_FOUND_ROWS i FROM tpproxy_n LIMIT 0"
+		return "SELECT SQL_CALC_FOUND_ROWS 1 FROM DUAL WHERE FALSE LIMIT 0"
+	case mariadb:
+		return "SELECT SQL_CALC_FOUND_ROWS 1 FROM seq_1_to_" + strconv.FormatUint(n, 10) + " LIMIT 0"
 	}
-	return c.Query(ctx, q, func([]byte) error { return nil })
+	return "WITH RECURSIVE tpproxy_n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM tpproxy_n WHERE i < " +
+		strconv.FormatUint(n, 10) + ") SELECT SQL_CALC_FOUND_ROWS i FROM tpproxy_n LIMIT 0"
 }
 
 // clientTracks reports whether the client's session has a boolean

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
@@ -34,6 +35,35 @@ type clientConn struct {
 	extOffered, extCaps uint32
 	// compression is the client protocol's compression (none, zlib, zstd).
 	compression mysqlwire.CompressAlgo
+
+	// idleTimeout is the wait_timeout that closes the session after that
+	// long without a command (0: none); deadlineSet is when the read
+	// deadline was last moved.
+	idleTimeout time.Duration
+	deadlineSet time.Time
+}
+
+// armIdleTimeout moves the client read deadline to wait_timeout from now,
+// at most once a second: the server's own timeout has that resolution.
+func (s *clientConn) armIdleTimeout() {
+	if s.idleTimeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if !s.deadlineSet.IsZero() && now.Sub(s.deadlineSet) < time.Second {
+		return
+	}
+	s.deadlineSet = now
+	_ = s.nc.SetReadDeadline(now.Add(s.idleTimeout))
+}
+
+// writeInactivity tells the client, as MySQL 8.0.24 and later do, that
+// the session ends for inactivity (MariaDB closes without a word).
+func (s *clientConn) writeInactivity() {
+	s.w.SetSeq(0)
+	_ = s.w.WriteERR(&mysqlwire.Error{Code: 4031, State: "HY000",
+		Message: "The client was disconnected by the server because of inactivity. See wait_timeout and interactive_timeout for configuring this behavior."})
+	_ = s.w.Flush()
 }
 
 // greeting is what the initial handshake announces besides the

@@ -406,7 +406,7 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 		c.MarkRoleChanged()
 	}
 	s.noteDDL(info)
-	s.noteXA(info, res)
+	s.xa = s.xa.after(info, res)
 	ev.xa = s.xa != xaNone
 	if res.stateChanged && !s.explainStateChange(ctx, c, q, res, info) {
 		// Whatever changed may have been the active role (SET ROLE in a

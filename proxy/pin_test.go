@@ -154,3 +154,31 @@ func TestPinString(t *testing.T) {
 		}
 	}
 }
+
+// TestXAAfter follows the XA state through every kind of XA statement.
+func TestXAAfter(t *testing.T) {
+	okRes, errRes := &result{}, &result{err: &mysqlwire.Error{Code: 1399}}
+	xa := func(k sqlscan.XAKind) *sqlscan.Info { return &sqlscan.Info{Flags: sqlscan.FlagXA, XA: k} }
+	for _, tc := range []struct {
+		name   string
+		before xaState
+		info   *sqlscan.Info
+		res    *result
+		want   xaState
+	}{
+		{"not XA", xaActive, &sqlscan.Info{}, okRes, xaActive},
+		{"XA START", xaNone, xa(sqlscan.XAStart), okRes, xaActive},
+		{"XA START failed", xaNone, xa(sqlscan.XAStart), errRes, xaNone},
+		{"XA END", xaActive, xa(sqlscan.XAEnd), okRes, xaActive},
+		{"XA PREPARE", xaActive, xa(sqlscan.XAPrepare), okRes, xaPrepared},
+		{"XA START after PREPARE keeps the prepared branch", xaPrepared, xa(sqlscan.XAStart), okRes, xaPrepared},
+		{"XA COMMIT", xaPrepared, xa(sqlscan.XACommit), okRes, xaNone},
+		{"XA ROLLBACK", xaActive, xa(sqlscan.XARollback), okRes, xaNone},
+		{"XA COMMIT after a multi-statement XA", xaUnknown, xa(sqlscan.XACommit), okRes, xaUnknown},
+		{"XA in a multi-statement query", xaNone, &sqlscan.Info{Flags: sqlscan.FlagXA, Multi: true}, okRes, xaUnknown},
+	} {
+		if got := tc.before.after(tc.info, tc.res); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

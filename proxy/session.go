@@ -84,12 +84,6 @@ type Session struct {
 	// the session ends.
 	release bool
 
-	// idleTimeout is the wait_timeout that closes the session after that
-	// long without a command (0: none); deadlineSet is when the read
-	// deadline was last moved.
-	idleTimeout time.Duration
-	deadlineSet time.Time
-
 	// diag is the copy of the diagnostics (SHOW WARNINGS) the last
 	// statement left, taken when the session released its backend.
 	diag diagArea
@@ -265,7 +259,9 @@ func (s *Session) serve() (parked bool) {
 			return false
 		}
 		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && s.idleTimeout > 0 {
-			s.idleTimedOut()
+			if !s.mode.MariaDB && s.mode.Version >= 80024 {
+				s.writeInactivity()
+			}
 			s.logEnd(errIdleTimeout)
 			return false
 		}

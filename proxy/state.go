@@ -26,34 +26,34 @@ const (
 	xaUnknown          // XA inside a multi-statement query: assume the worst
 )
 
-// noteXA follows the session's XA state through a statement that
-// succeeded. A prepared branch is recoverable by other sessions only once
+// after is the session's XA state after a statement (which changes it
+// only when it succeeded). A prepared branch is recoverable by other sessions only once
 // its connection disconnects; COM_RESET_CONNECTION instead leaves the
 // connection broken (ERR 1031 on every InnoDB write, MariaDB 10.11) and the
 // branch orphaned, so such a connection is closed, never reset (retire).
-func (s *Session) noteXA(info *sqlscan.Info, res *result) {
+func (x xaState) after(info *sqlscan.Info, res *result) xaState {
 	if info.Flags&sqlscan.FlagXA == 0 || res.err != nil {
-		return
+		return x
 	}
 	if info.Multi {
-		s.xa = xaUnknown
-		return
+		return xaUnknown
 	}
 	switch info.XA {
 	case sqlscan.XAStart, sqlscan.XAEnd:
-		if s.xa != xaPrepared {
-			s.xa = xaActive
+		if x != xaPrepared {
+			return xaActive
 		}
 	case sqlscan.XAPrepare:
-		s.xa = xaPrepared
+		return xaPrepared
 	case sqlscan.XACommit, sqlscan.XARollback:
 		// Committing another session's recovered branch leaves ours as
 		// it is; ours can only be ended by these statements on its own
 		// connection, which is where a session in XA runs them.
-		if s.xa != xaUnknown {
-			s.xa = xaNone
+		if x != xaUnknown {
+			return xaNone
 		}
 	}
+	return x
 }
 
 // refreshDerived recomputes what follows from the session state when it
@@ -130,38 +130,12 @@ func (s *Session) scan(q []byte) sqlscan.Info {
 	return info
 }
 
-// armIdleTimeout moves the client read deadline to wait_timeout from now,
-// at most once a second: the server's own timeout has that resolution.
-func (s *Session) armIdleTimeout() {
-	if s.idleTimeout <= 0 {
-		return
-	}
-	now := time.Now()
-	if !s.deadlineSet.IsZero() && now.Sub(s.deadlineSet) < time.Second {
-		return
-	}
-	s.deadlineSet = now
-	_ = s.nc.SetReadDeadline(now.Add(s.idleTimeout))
-}
-
 // errIdleTimeout ends a session idle for longer than its wait_timeout.
 var errIdleTimeout = errTimedOut{}
 
 type errTimedOut struct{}
 
 func (errTimedOut) Error() string { return "proxy: session idle longer than wait_timeout" }
-
-// idleTimedOut tells the client, as MySQL 8.0.24 and later do, that the
-// session ends for inactivity. MariaDB closes without a word.
-func (s *Session) idleTimedOut() {
-	if s.mode.MariaDB || s.mode.Version < 80024 {
-		return
-	}
-	s.w.SetSeq(0)
-	_ = s.w.WriteERR(&mysqlwire.Error{Code: 4031, State: "HY000",
-		Message: "The client was disconnected by the server because of inactivity. See wait_timeout and interactive_timeout for configuring this behavior."})
-	_ = s.w.Flush()
-}
 
 // Insert ids. The session's LAST_INSERT_ID() is the server's value on the
 // connection its last statement ran on, which the OK packet does not

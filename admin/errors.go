@@ -14,8 +14,6 @@ import (
 // ErrBadConfig marks an invalid Config.
 var ErrBadConfig = errors.New("admin: invalid config")
 
-// errBadHandshake: the client's login packets could not be parsed.
-var errBadHandshake = errors.New("admin: malformed handshake")
 
 // Classes of statement errors. Each becomes one MySQL error code in
 // toMySQL; the message the client sees is built with the error.

@@ -14,7 +14,6 @@ import (
 // ErrBadConfig marks an invalid Config.
 var ErrBadConfig = errors.New("admin: invalid config")
 
-
 // Classes of statement errors. Each becomes one MySQL error code in
 // toMySQL; the message the client sees is built with the error.
 var (

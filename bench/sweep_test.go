@@ -173,7 +173,7 @@ func TestSweepAndSoakOnProxy(t *testing.T) {
 	}
 	defer func() { _ = px.close() }()
 	proxyDSN := strings.Replace(dsn, srv.Addr, px.Addr, 1)
-	before := px.sched.Config().Oversubscribe
+	before := px.stack.Scheduler.Config().Oversubscribe
 
 	rep, err := Sweep(ctx, SweepConfig{
 		Ramp: RampConfig{Targets: []Target{{Name: "proxy", DSN: proxyDSN}}, Workload: "oltp_point_select",
@@ -199,7 +199,7 @@ func TestSweepAndSoakOnProxy(t *testing.T) {
 	if len(rep.Comparisons) != 4 {
 		t.Errorf("%d comparisons with the baseline, want 4", len(rep.Comparisons))
 	}
-	if got := px.sched.Config(); got.Oversubscribe != before {
+	if got := px.stack.Scheduler.Config(); got.Oversubscribe != before {
 		t.Errorf("settings not restored: %+v", got)
 	}
 

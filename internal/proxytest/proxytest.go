@@ -25,6 +25,7 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the driver tests use
 
 	"github.com/tpproxy/tpproxy/internal/sandbox"
+	"github.com/tpproxy/tpproxy/internal/stack"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
@@ -138,6 +139,7 @@ type Proxy struct {
 	// ExtraAddr and ExtraPool are the extra port's, when Options.ExtraPort is set.
 	ExtraAddr string
 	ExtraPool *pool.Pool
+	stack     *stack.Stack
 	cancel    context.CancelFunc
 	done      chan struct{}
 	extraDone chan struct{}
@@ -169,22 +171,14 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 	if o.Proxy.Logger == nil {
 		o.Proxy.Logger = log
 	}
-	p, err := pool.New(o.Pool)
-	if err != nil {
-		t.Fatal(err)
+	so := stack.Options{Pool: o.Pool, Scheduler: o.Scheduler, Proxy: o.Proxy}
+	if o.ExtraPort > 0 {
+		xcfg := o.Pool
+		xcfg.Size = 1
+		so.Extra = &xcfg
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := p.Start(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	sched, err := scheduler.New(o.Scheduler)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	sched.Start()
-	srv, err := proxy.New(o.Proxy, p, sched)
+	st, err := stack.Start(ctx, so)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -192,33 +186,26 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
+		st.Close()
 		t.Fatal(err)
 	}
-	px := &Proxy{Addr: ln.Addr().String(), Server: srv, Pool: p, Sched: sched, cancel: cancel, done: make(chan struct{})}
+	px := &Proxy{Addr: ln.Addr().String(), Server: st.Server, Pool: st.Pool, Sched: st.Scheduler, stack: st, cancel: cancel, done: make(chan struct{})}
 	px.Host = "127.0.0.1"
 	px.Port = ln.Addr().(*net.TCPAddr).Port
 	go func() {
 		defer close(px.done)
-		_ = srv.Serve(ctx, ln)
+		_ = st.Serve(ctx, ln)
 	}()
 	if o.ExtraPort > 0 {
-		xcfg := o.Pool
-		xcfg.Size = 1
-		xp, err := pool.New(xcfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := xp.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
 		xln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			px.Close()
 			t.Fatal(err)
 		}
-		px.ExtraAddr, px.ExtraPool, px.extraDone = xln.Addr().String(), xp, make(chan struct{})
+		px.ExtraAddr, px.ExtraPool, px.extraDone = xln.Addr().String(), st.ExtraPool, make(chan struct{})
 		go func() {
 			defer close(px.extraDone)
-			_ = srv.ServeExtra(ctx, xln, xp, o.ExtraPort)
+			_ = st.ServeExtra(ctx, xln, o.ExtraPort)
 		}()
 	}
 	t.Cleanup(px.Close)
@@ -232,12 +219,7 @@ func (p *Proxy) Close() {
 	if p.extraDone != nil {
 		<-p.extraDone
 	}
-	p.Server.Close()
-	p.Sched.Close()
-	p.Pool.Close()
-	if p.ExtraPool != nil {
-		p.ExtraPool.Close()
-	}
+	p.stack.Close()
 }
 
 // DSN is a go-sql-driver DSN through the proxy for app/secret on the test

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tpproxy/tpproxy/internal/htmlreport"
+	"github.com/tpproxy/tpproxy/bench/internal/htmlreport"
 )
 
 // HTMLFile is the self-contained report WriteFiles writes.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/tpproxy/tpproxy/internal/sysstat"
+	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
 )
 
 // MonitorConfig says what a ramp watches besides its clients.

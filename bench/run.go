@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
 	"github.com/tpproxy/tpproxy/internal/mysqlclient"
-	"github.com/tpproxy/tpproxy/internal/sysstat"
 )
 
 // Step is one measured load: Threads connections to Target, each running

@@ -16,7 +16,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/tpproxy/tpproxy/internal/sysstat"
+	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
 )
 
 // ErrSysbench means the sysbench binary failed or printed no result; the

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // Command bytes.

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // Diagnostics (SHOW WARNINGS and friends) describe the previous statement

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // TestDiagAreaAnswer: SHOW WARNINGS / SHOW ERRORS with LIMIT and the

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tpproxy/tpproxy/internal/catalog"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy/internal/catalog"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // errSessionLost ends a session whose pinned backend connection failed:

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // watchAfter is how long a statement runs before the proxy starts watching

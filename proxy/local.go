@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // answerLocal answers, from the session's own record, the exact statements

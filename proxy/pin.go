@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // pinReason says why a session keeps its backend connection between

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // ok is the answer of a plain statement outside a transaction.

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // relayMode says how the response to a forwarded command is laid out.

@@ -18,11 +18,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tpproxy/tpproxy/internal/catalog"
 	"github.com/tpproxy/tpproxy/internal/histogram"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/netx"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy/internal/catalog"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 

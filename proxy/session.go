@@ -14,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tpproxy/tpproxy/internal/catalog"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy/internal/catalog"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // Session state the server keeps per connection and does not report in

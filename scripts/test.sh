@@ -29,9 +29,9 @@ while read -r pkg target; do
     exit 1
   fi
 done <<'TARGETS'
-./internal/sqlscan FuzzScan
-./internal/sqlscan FuzzScanMode
-./internal/sqlscan FuzzInsertFixes
+./proxy/internal/sqlscan FuzzScan
+./proxy/internal/sqlscan FuzzScanMode
+./proxy/internal/sqlscan FuzzInsertFixes
 ./internal/mysqlwire FuzzParseOK
 ./internal/mysqlwire FuzzParseERR
 ./internal/mysqlwire FuzzReader
@@ -42,8 +42,8 @@ done <<'TARGETS'
 ./pool FuzzParseGreeting
 ./admin FuzzParse
 ./admin FuzzHandshake
-./internal/sysstat FuzzNodeExporter
-./internal/sysstat FuzzProcParsers
+./bench/internal/sysstat FuzzNodeExporter
+./bench/internal/sysstat FuzzProcParsers
 ./internal/mysqlclient FuzzReadResult
 ./internal/mysqlclient FuzzHandshake
 TARGETS

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // FuzzScan checks what must hold for any bytes a client can send: no panic, the same

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // fakeServer answers the catalog's queries from definitions per schema.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tpproxy/tpproxy/internal/htmlreport"
+	"github.com/tpproxy/tpproxy/bench/internal/htmlreport"
 )
 
 func pts(xs []float64, f func(x float64) float64) []htmlreport.Point {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpproxy/tpproxy/internal/sysstat"
+	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
 )
 
 // fakeHost hands the Sampler the samples a test feeds it. entered is sent

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpproxy/tpproxy/internal/sysstat"
+	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
 )
 
 func serve(t *testing.T, h http.HandlerFunc) string {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // scanCase is one query with the Kind, the exact Flags and Multi it must produce.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 var (

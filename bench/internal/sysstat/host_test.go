@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpproxy/tpproxy/internal/sysstat"
+	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
 )
 
 // near reports whether a and b agree to 1e-9 relative (sums of float

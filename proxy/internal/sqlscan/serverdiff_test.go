@@ -25,7 +25,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // diffFrags are the pieces of the random queries. None contains '@' or ';'.

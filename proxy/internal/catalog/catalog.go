@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/sqlscan"
+	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
 // Querier runs a query and calls onRow with each text-protocol row

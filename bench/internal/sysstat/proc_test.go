@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpproxy/tpproxy/internal/sysstat"
+	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
 )
 
 func skipUnlessLinux(t *testing.T) {

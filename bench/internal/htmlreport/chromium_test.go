@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpproxy/tpproxy/internal/htmlreport"
+	"github.com/tpproxy/tpproxy/bench/internal/htmlreport"
 )
 
 // findChromium returns the browser binary, skipping the test when there is

@@ -257,3 +257,29 @@ func (s *clientConn) rawConn() syscall.RawConn {
 	}
 	return s.rc
 }
+
+// idleDeadline is when wait_timeout ends the wait for the next command
+// (zero: never).
+func (s *clientConn) idleDeadline() time.Time {
+	if s.idleTimeout > 0 && !s.deadlineSet.IsZero() {
+		return s.deadlineSet.Add(s.idleTimeout)
+	}
+	return time.Time{}
+}
+
+// canPark reports whether the session's connection lets it park: a plain
+// socket, with nothing of the client's buffered.
+func (s *clientConn) canPark() bool {
+	return !s.r.InPacket() && s.parkableConn()
+}
+
+// parkableConn is canPark's look at the connection. The reaper may call it
+// once the session waits for a command: nc is set during the handshake.
+func (s *clientConn) parkableConn() bool {
+	cc, ok := s.nc.(*countingConn)
+	if !ok {
+		return false
+	}
+	_, ok = cc.Conn.(syscall.Conn)
+	return ok && parkOS
+}

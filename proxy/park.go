@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -31,8 +30,8 @@ func (s *Session) park() {
 	smallBufs.Put(s.small)
 	s.small = nil
 	s.parkDeadline = 0
-	if s.idleTimeout > 0 && !s.deadlineSet.IsZero() {
-		s.parkDeadline = s.deadlineSet.Add(s.idleTimeout).UnixNano()
+	if d := s.idleDeadline(); !d.IsZero() {
+		s.parkDeadline = d.UnixNano()
 	}
 }
 
@@ -100,28 +99,7 @@ func (s *Session) maybePark(now time.Time) {
 func (s *Session) parkWoken() {
 	s.mu.Lock() // maybePark has set the deadline
 	s.mu.Unlock()
-	var d time.Time
-	if s.idleTimeout > 0 && !s.deadlineSet.IsZero() {
-		d = s.deadlineSet.Add(s.idleTimeout)
-	}
-	_ = s.nc.SetReadDeadline(d)
-}
-
-// canPark reports whether the session's connection lets it park: a plain
-// socket, with nothing of the client's buffered.
-func (s *Session) canPark() bool {
-	return !s.r.InPacket() && s.parkableConn()
-}
-
-// parkableConn is canPark's look at the connection. The reaper may call it
-// once the session waits for a command: nc is set during the handshake.
-func (s *Session) parkableConn() bool {
-	cc, ok := s.nc.(*countingConn)
-	if !ok {
-		return false
-	}
-	_, ok = cc.Conn.(syscall.Conn)
-	return ok && parkOS
+	_ = s.nc.SetReadDeadline(s.idleDeadline())
 }
 
 // resume is a parked session's new goroutine: it waits for the client

@@ -55,15 +55,14 @@ func diffConfig(old, new *config.Config) configChange {
 }
 
 func diffValue(prefix string, a, b reflect.Value, changed func(key string)) {
-	t := a.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key := prefix + f.Tag.Get("mapstructure")
+	for _, f := range fileFields(a.Type()) {
+		key := prefix + fileKey(f)
+		av, bv := a.FieldByIndex(f.Index), b.FieldByIndex(f.Index)
 		if f.Type.Kind() == reflect.Struct {
-			diffValue(key+".", a.Field(i), b.Field(i), changed)
+			diffValue(key+".", av, bv, changed)
 			continue
 		}
-		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+		if !reflect.DeepEqual(av.Interface(), bv.Interface()) {
 			changed(key)
 		}
 	}
@@ -228,7 +227,7 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 	}
 	if has("backend.") {
 		b := next.Backend
-		err := r.pool.Reconfigure(pool.Dynamic{Size: b.PoolSize, AcquireTimeout: b.AcquireTimeout,
+		err := r.pool.Reconfigure(pool.Dynamic{Size: b.Size, AcquireTimeout: b.AcquireTimeout,
 			ConnectTimeout: b.ConnectTimeout, HealthInterval: b.HealthInterval, MaxLifetime: b.MaxLifetime})
 		if err != nil {
 			return err

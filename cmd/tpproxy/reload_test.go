@@ -22,7 +22,7 @@ func TestDiffConfig(t *testing.T) {
 	next := old
 	next.Users = []config.User{{User: "app", Password: "other"}}
 	next.ThreadPool.Size = 8
-	next.Backend.PoolSize = 32
+	next.Backend.Size = 32
 	next.Backend.Addr = "db:3306"
 	next.Listen = "0.0.0.0:6033"
 	next.Log.Level = "debug"

@@ -170,7 +170,7 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		run("extra port", func() error { return srv.ServeExtra(serveCtx, xln, xp, cfg.ThreadPool.ExtraMaxConnections) })
 	}
 	log.Info("tpproxy listening", "listen", ln.Addr().String(), "backend", cfg.Backend.Addr,
-		"pool_size", cfg.Backend.PoolSize, "server_version", p.ServerVersion(),
+		"pool_size", cfg.Backend.Size, "server_version", p.ServerVersion(),
 		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
 		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
 	run("client listener", func() error { return srv.Serve(serveCtx, ln) })
@@ -262,63 +262,35 @@ func startExtraPort(ctx context.Context, cfg *config.Config, pcfg pool.Config, l
 	return xp, xln, nil
 }
 
-// schedulerConfig maps the file's thread_pool section onto the scheduler's.
+// schedulerConfig is the file's thread_pool section as the scheduler
+// takes it: validated, size 0 resolved to the number of CPUs.
 func schedulerConfig(t *config.ThreadPool) (scheduler.Config, error) {
-	alg, err := scheduler.ParseAlgorithm(t.Algorithm)
-	if err != nil {
-		return scheduler.Config{}, err
-	}
-	mode, err := scheduler.ParseHighPrioMode(t.HighPrioMode)
-	if err != nil {
-		return scheduler.Config{}, err
-	}
-	c := scheduler.DefaultConfig()
-	c.Algorithm = alg
-	if t.Size > 0 {
-		c.Size = t.Size
-	}
-	c.StallLimit = t.StallLimit
-	c.Oversubscribe = t.Oversubscribe
-	c.QueryThreadsPerGroup = t.QueryThreadsPerGroup
-	c.MaxThreads = t.MaxThreads
-	c.IdleTimeout = t.IdleTimeout
-	c.PrioKickupTimer = t.PrioKickupTimer
-	c.HighPrioMode = mode
-	c.HighPrioTickets = t.HighPrioTickets
-	c.QueueTimeout = t.QueueTimeout
+	c := t.Config
 	return c, c.Validate()
 }
 
-// poolConfig maps the file's backend section onto the pool's config.
+// poolConfig is the file's backend section as the pool takes it, with the
+// settings the file states elsewhere or in its own terms: TLS,
+// load_data_local and the logger.
 func poolConfig(cfg *config.Config, log *slog.Logger) (pool.Config, error) {
 	b := cfg.Backend
 	tlsConf, err := b.TLSConfig()
 	if err != nil {
 		return pool.Config{}, err
 	}
-	mode := pool.TLSDisabled
+	c := b.Config
+	c.TLS = tlsConf
 	switch b.TLS.Mode {
 	case config.TLSPreferred:
-		mode = pool.TLSPreferred
+		c.TLSMode = pool.TLSPreferred
 	case config.TLSRequired:
-		mode = pool.TLSRequired
+		c.TLSMode = pool.TLSRequired
+	default:
+		c.TLSMode = pool.TLSDisabled
 	}
-	return pool.Config{
-		Addr:               b.Addr,
-		User:               b.User,
-		Password:           b.Password,
-		Size:               b.PoolSize,
-		AcquireTimeout:     b.AcquireTimeout,
-		ConnectTimeout:     b.ConnectTimeout,
-		HealthInterval:     b.HealthInterval,
-		MaxLifetime:        b.MaxLifetime,
-		Collation:          b.Collation,
-		MaxPreparedPerConn: b.MaxPreparedPerConnection,
-		TLS:                tlsConf,
-		TLSMode:            mode,
-		LocalInfile:        cfg.LoadDataLocal,
-		Logger:             log.With("component", "pool"),
-	}, nil
+	c.LocalInfile = cfg.LoadDataLocal
+	c.Logger = log.With("component", "pool")
+	return c, nil
 }
 
 // proxyConfig maps the file's front-end settings onto the proxy's config.

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/tpproxy/tpproxy/internal/config"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 
@@ -19,7 +19,8 @@ const (
 	versionComment = "tpproxy admin"
 )
 
-// setting is a thread_pool_* variable: one field of scheduler.Config.
+// setting is a variable SET GLOBAL changes: a Settable row of the
+// settings table, which lives in scheduler.Config.
 type setting struct {
 	// get reads the variable's value (int64 or string) from a config.
 	get func(scheduler.Config) any
@@ -29,35 +30,40 @@ type setting struct {
 }
 
 // sysVar is a variable of the admin port. Read-only variables have no
-// setting and read their value from the server.
+// setting and read their value from the running components.
 type sysVar struct {
 	name    string
 	setting *setting
 	value   func(*Server) any
 }
 
-// maxUint32 bounds the millisecond and second variables as MariaDB does.
-const maxUint32 = math.MaxUint32
+// Limits of the admin port's numbers where a setting has no upper bound:
+// the servers' variables are 32 bits wide (a signed INT for counts, an
+// unsigned one for milli- and seconds).
+const (
+	maxInt32  = math.MaxInt32
+	maxUint32 = math.MaxUint32
+)
 
-// sysVars are the admin port's variables, in name order.
-var sysVars = []sysVar{
-	{name: "backend_pool_size", value: func(a *Server) any { return int64(a.pool.Stats().Size) }},
-	{name: "backend_prepared_per_connection", value: func(a *Server) any { return int64(a.pool.Stats().PreparedLimit) }},
-	{name: "thread_pool_algorithm", setting: enumField(func(c *scheduler.Config) *scheduler.Algorithm { return &c.Algorithm },
-		scheduler.ParseAlgorithm, 2)},
-	{name: "thread_pool_high_prio_mode", setting: enumField(func(c *scheduler.Config) *scheduler.HighPrioMode { return &c.HighPrioMode },
-		scheduler.ParseHighPrioMode, 3)},
-	{name: "thread_pool_high_prio_tickets", setting: intField(func(c *scheduler.Config) *uint32 { return &c.HighPrioTickets }, 0, maxUint32)},
-	{name: "thread_pool_idle_timeout", setting: durField(func(c *scheduler.Config) *time.Duration { return &c.IdleTimeout }, time.Second, 1, maxUint32)},
-	{name: "thread_pool_max_threads", setting: intField(func(c *scheduler.Config) *int { return &c.MaxThreads }, 1, math.MaxInt32)},
-	{name: "thread_pool_oversubscribe", setting: intField(func(c *scheduler.Config) *int { return &c.Oversubscribe }, 0, 1000)},
-	{name: "thread_pool_prio_kickup_timer", setting: durField(func(c *scheduler.Config) *time.Duration { return &c.PrioKickupTimer }, time.Millisecond, 0, maxUint32)},
-	{name: "thread_pool_query_threads_per_group", setting: intField(func(c *scheduler.Config) *int { return &c.QueryThreadsPerGroup }, 1, 4096)},
-	{name: "thread_pool_queue_timeout", setting: durField(func(c *scheduler.Config) *time.Duration { return &c.QueueTimeout }, time.Millisecond, 1, maxUint32)},
-	{name: "thread_pool_size", setting: intField(func(c *scheduler.Config) *int { return &c.Size }, 1, scheduler.MaxSize)},
-	{name: "thread_pool_stall_limit", setting: durField(func(c *scheduler.Config) *time.Duration { return &c.StallLimit }, time.Millisecond, 1, maxUint32)},
-	{name: "version", value: func(*Server) any { return serverVersion }},
-	{name: "version_comment", value: func(*Server) any { return versionComment }},
+// sysVars are the admin port's variables, in name order: the settings
+// table's rows the admin port shows, and its own identity.
+var sysVars = adminVars()
+
+func adminVars() []sysVar {
+	vars := []sysVar{
+		{name: "version", value: func(*Server) any { return serverVersion }},
+		{name: "version_comment", value: func(*Server) any { return versionComment }},
+	}
+	for _, s := range config.Settings() {
+		switch s.Admin {
+		case config.Settable:
+			vars = append(vars, sysVar{name: s.Name, setting: settable(s)})
+		case config.ReadOnly:
+			vars = append(vars, sysVar{name: s.Name, value: func(a *Server) any { return a.current(s) }})
+		}
+	}
+	slices.SortFunc(vars, func(a, b sysVar) int { return strings.Compare(a.name, b.name) })
+	return vars
 }
 
 // lookupVar finds a variable by its lower-case name.
@@ -77,6 +83,59 @@ func (v *sysVar) read(a *Server, cfg scheduler.Config) any {
 	return v.value(a)
 }
 
+// current reads a read-only setting from the component running it: the
+// pool's size after reloads and the prepared-statement cap it resolved
+// (0, automatic, in the file), or the scheduler's config.
+func (a *Server) current(s config.Setting) any {
+	switch s.Applies {
+	case config.Pool:
+		c := a.pool.Config()
+		c.MaxPreparedPerConn = a.pool.PreparedLimit()
+		return shown(s, s.Get(&c))
+	case config.Scheduler:
+		c := a.sched.Config()
+		return shown(s, s.Get(&c))
+	}
+	panic("admin: no running value for " + s.Key)
+}
+
+// shown is a setting's value as the admin port shows it: a word, or an
+// integer (a duration in its unit).
+func shown(s config.Setting, v int64) any {
+	switch s.Kind {
+	case config.KindEnum:
+		if v < 0 || v >= int64(len(s.Words)) {
+			return v // not validated: the scheduler refuses such a config
+		}
+		return s.Words[v]
+	case config.KindDuration:
+		return v / int64(s.Unit)
+	}
+	return v
+}
+
+// bounds are the integers SET accepts for s: the table's bounds in the
+// variable's unit (0 only where Min allows it: the file's "0 means
+// automatic" is no value to SET), capped at the variables' width.
+func bounds(s config.Setting) (lo, hi int64) {
+	switch s.Kind {
+	case config.KindEnum:
+		return 0, int64(len(s.Words) - 1)
+	case config.KindDuration:
+		unit := int64(s.Unit)
+		lo, hi = (s.Min+unit-1)/unit, maxUint32
+		if s.Max != 0 {
+			hi = min(s.Max/unit, hi)
+		}
+		return lo, hi
+	}
+	lo, hi = s.Min, maxInt32
+	if s.Max != 0 {
+		hi = s.Max
+	}
+	return lo, hi
+}
+
 // isDefault reports whether v is the keyword DEFAULT.
 func (v literal) isDefault() bool { return v.kind == tokWord && strings.EqualFold(v.text, "default") }
 
@@ -92,77 +151,37 @@ func (v literal) integer(lo, hi int64) (int64, error) {
 	return n, nil
 }
 
-// intField is an integer setting in [lo, hi].
-func intField[T int | uint32](field func(*scheduler.Config) *T, lo, hi int64) *setting {
-	return &setting{
-		get: func(c scheduler.Config) any { return int64(*field(&c)) },
-		set: func(c *scheduler.Config, v literal) error {
-			if v.isDefault() {
-				d := scheduler.DefaultConfig()
-				*field(c) = *field(&d)
-				return nil
-			}
-			n, err := v.integer(lo, hi)
-			if err != nil {
-				return err
-			}
-			*field(c) = T(n)
-			return nil
-		},
+// settable is the SET GLOBAL side of a scheduler setting. An enum is given
+// as a word, a string or the word's 0-based number, as MySQL allows;
+// DEFAULT is the setting's default in the file.
+func settable(s config.Setting) *setting {
+	if s.Applies != config.Scheduler {
+		panic("admin: SET GLOBAL reconfigures the scheduler only, not " + s.Key)
 	}
-}
-
-// durField is a duration setting counted in unit, in [lo, hi] units.
-func durField(field func(*scheduler.Config) *time.Duration, unit time.Duration, lo, hi int64) *setting {
+	lo, hi := bounds(s)
 	return &setting{
-		get: func(c scheduler.Config) any { return int64(*field(&c) / unit) },
+		get: func(c scheduler.Config) any { return shown(s, s.Get(&c)) },
 		set: func(c *scheduler.Config, v literal) error {
 			if v.isDefault() {
-				d := scheduler.DefaultConfig()
-				*field(c) = *field(&d)
+				s.Set(c, s.Default())
 				return nil
 			}
-			n, err := v.integer(lo, hi)
-			if err != nil {
-				return err
-			}
-			*field(c) = time.Duration(n) * unit
-			return nil
-		},
-	}
-}
-
-// enum is a scheduler enumeration: values 0..n-1 with names.
-type enum interface {
-	~int
-	String() string
-}
-
-// enumField is a setting of one of n words, given as a word, a string or
-// the word's 0-based number as MySQL allows.
-func enumField[T enum](field func(*scheduler.Config) *T, parse func(string) (T, error), n int) *setting {
-	return &setting{
-		get: func(c scheduler.Config) any { return (*field(&c)).String() },
-		set: func(c *scheduler.Config, v literal) error {
-			if v.isDefault() {
-				d := scheduler.DefaultConfig()
-				*field(c) = *field(&d)
-				return nil
-			}
-			switch v.kind {
-			case tokNumber:
-				i, err := v.integer(0, int64(n-1))
-				if err != nil {
-					return err
-				}
-				*field(c) = T(i)
-			default:
-				x, err := parse(strings.ToLower(v.text))
-				if err != nil {
+			if s.Kind == config.KindEnum && v.kind != tokNumber {
+				i := slices.Index(s.Words, strings.ToLower(v.text))
+				if i < 0 {
 					return errWrongValue
 				}
-				*field(c) = x
+				s.Set(c, int64(i))
+				return nil
 			}
+			n, err := v.integer(lo, hi)
+			if err != nil {
+				return err
+			}
+			if s.Kind == config.KindDuration {
+				n *= int64(s.Unit)
+			}
+			s.Set(c, n)
 			return nil
 		},
 	}
@@ -266,6 +285,7 @@ func (a *Server) set(st setStmt) error {
 			}
 		}
 		next = *cfg
+		_ = next.Validate() // a copy, for the log: DEFAULT of size 0 is the number of CPUs
 		return nil
 	})
 	switch {

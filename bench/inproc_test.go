@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -22,10 +21,7 @@ type localProxy struct {
 	Addr string
 	// AdminDSN reaches its admin port (SHOW STATUS, SET GLOBAL).
 	AdminDSN string
-	admin    *admin.Server
 	stack    *stack.Stack
-	cancel   context.CancelFunc
-	served   chan error
 }
 
 // The in-process proxy's admin account (loopback only).
@@ -38,6 +34,17 @@ const (
 // with password and uses the same account for its poolSize backend
 // connections.
 func startLocalProxy(ctx context.Context, backend, user, password string, poolSize int, log *slog.Logger) (*localProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: proxy listener: %w", err)
+	}
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("bench: proxy admin port: %w", err)
+	}
+	// The stack serves until close (not until ctx ends), so that cleanup
+	// after a cancelled run is orderly.
 	st, err := stack.Start(ctx, stack.Options{
 		Pool: pool.Config{
 			Addr:     backend,
@@ -51,44 +58,28 @@ func startLocalProxy(ctx context.Context, backend, user, password string, poolSi
 			Users:  []proxy.User{{Name: user, Plain: password}},
 			Logger: log.With("component", "proxy"),
 		},
+		Listener: ln,
+		Addons: []stack.Addon{admin.PortAddon(admin.Config{Listen: "127.0.0.1:0", User: localAdminUser,
+			Password: localAdminPassword, Logger: log.With("component", "admin")}, aln)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench: proxy: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("bench: proxy listener: %w", err)
-	}
-	// Serve's context is not ctx: the proxy lives until close, so that
-	// cleanup after a cancelled run is orderly.
-	serveCtx, cancel := context.WithCancel(context.Background())
-	lp := &localProxy{Addr: ln.Addr().String(), stack: st, cancel: cancel, served: make(chan error, 2)}
-	adm, err := admin.New(admin.Config{Listen: "127.0.0.1:0", User: localAdminUser, Password: localAdminPassword,
-		Logger: log.With("component", "admin")}, st.Scheduler, st.Server, st.Pool)
-	var aln net.Listener
-	if err == nil {
-		aln, err = net.Listen("tcp", "127.0.0.1:0")
-	}
-	if err != nil {
-		cancel()
-		ln.Close()
-		st.Close()
-		return nil, fmt.Errorf("bench: proxy admin port: %w", err)
-	}
-	lp.admin = adm
-	lp.AdminDSN = localAdminUser + ":" + localAdminPassword + "@tcp(" + aln.Addr().String() + ")/"
-	go func() { lp.served <- st.Serve(serveCtx, ln) }()
-	go func() { lp.served <- adm.Serve(serveCtx, aln) }()
-	return lp, nil
+	return &localProxy{
+		Addr:     ln.Addr().String(),
+		AdminDSN: localAdminUser + ":" + localAdminPassword + "@tcp(" + aln.Addr().String() + ")/",
+		stack:    st,
+	}, nil
 }
 
 // close stops accepting, ends the sessions and closes the pool. It
-// returns Serve's error.
+// returns the error of a listener that stopped serving by itself.
 func (lp *localProxy) close() error {
-	lp.cancel()
-	err := errors.Join(<-lp.served, <-lp.served)
-	lp.admin.Close()
+	var err error
+	select {
+	case err = <-lp.stack.Failed():
+	default:
+	}
 	lp.stack.Close()
 	return err
 }

@@ -19,47 +19,50 @@ const (
 	TLSRequired
 )
 
-// Config configures a Pool.
+// Config configures a Pool. The mapstructure tags are the keys of the
+// configuration file's backend section (internal/config embeds Config
+// there), so renaming one breaks users' files; fields tagged "-" are not in
+// the file, or cmd/tpproxy sets them from other keys.
 type Config struct {
 	// Addr is the backend's host:port (or a unix socket path).
-	Addr string
+	Addr string `mapstructure:"addr"`
 	// User and Password are the service account every backend connection
 	// logs in with.
-	User     string
-	Password string
+	User     string `mapstructure:"user"`
+	Password string `mapstructure:"password"`
 	// Size is the number of backend connections the pool keeps open.
 	// Default 16.
-	Size int
+	Size int `mapstructure:"pool_size"`
 	// AcquireTimeout bounds the wait for a free connection. Default 10s.
-	AcquireTimeout time.Duration
+	AcquireTimeout time.Duration `mapstructure:"acquire_timeout"`
 	// ConnectTimeout bounds dialing plus the MySQL handshake. Default 5s.
-	ConnectTimeout time.Duration
+	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
 	// HealthInterval is how often idle connections are checked. Default 10s.
-	HealthInterval time.Duration
+	HealthInterval time.Duration `mapstructure:"health_interval"`
 	// MaxLifetime is how long a connection lives, minus up to 10% jitter so
 	// that connections do not all expire together; 0 means forever.
-	MaxLifetime time.Duration
+	MaxLifetime time.Duration `mapstructure:"max_lifetime"`
 	// Collation is set on every backend connection; the server's fallback for
 	// unknown ids (latin1 on MariaDB) is never relied on. Default
 	// utf8mb4_general_ci, which MySQL and MariaDB both know.
-	Collation string
+	Collation string `mapstructure:"collation"`
 	// TLS and TLSMode configure TLS to the backend.
-	TLS     *tls.Config
-	TLSMode TLSMode
+	TLS     *tls.Config `mapstructure:"-"`
+	TLSMode TLSMode     `mapstructure:"-"`
 	// MaxPreparedPerConn caps the statements prepared on one backend
 	// connection; the least recently used is closed to make room. 0
 	// (default) derives it from the server: half its
 	// max_prepared_stmt_count shared by Size connections, at most 1024.
-	MaxPreparedPerConn int
+	MaxPreparedPerConn int `mapstructure:"max_prepared_per_connection"`
 	// GlobalsInterval is how often the server's global variables are read,
 	// so that new client sessions start from the current ones (a SET
 	// GLOBAL through tpproxy is seen at once). Default 2s; negative: only
 	// at start and after SET GLOBAL through tpproxy.
-	GlobalsInterval time.Duration
+	GlobalsInterval time.Duration `mapstructure:"-"`
 	// LocalInfile lets backend connections accept LOAD DATA LOCAL requests.
-	LocalInfile bool
+	LocalInfile bool `mapstructure:"-"`
 	// Logger receives pool events. Default slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `mapstructure:"-"`
 }
 
 // DefaultConfig returns a Config with the documented defaults; Addr, User

@@ -75,45 +75,58 @@ func ParseHighPrioMode(s string) (HighPrioMode, error) {
 	return 0, fmt.Errorf("%w: high_prio_mode %q (want transactions, statements or none)", ErrBadConfig, s)
 }
 
-// MaxSize bounds the number of thread groups, as MariaDB does (MAX_THREAD_GROUPS).
-const MaxSize = 100000
+// Limits Validate enforces; internal/config's settings table states them
+// to the configuration file and the admin port.
+const (
+	// MaxSize bounds the number of thread groups, as MariaDB does (MAX_THREAD_GROUPS).
+	MaxSize = 100000
+	// MinStallLimit is the shortest stall detection tick.
+	MinStallLimit = time.Millisecond
+	// MaxOversubscribe bounds Oversubscribe.
+	MaxOversubscribe = 1000
+	// MaxQueryThreadsPerGroup bounds QueryThreadsPerGroup.
+	MaxQueryThreadsPerGroup = 4096
+)
 
 // Config configures a Scheduler. Names follow the servers' thread_pool_*
-// variables.
+// variables; the mapstructure tags are the keys of the configuration
+// file's thread_pool section (internal/config embeds Config there), so
+// renaming one breaks users' files.
 type Config struct {
-	Algorithm Algorithm
+	// Algorithm is Generic (default) or Enterprise.
+	Algorithm Algorithm `mapstructure:"algorithm"`
 	// Size is the number of thread groups (thread_pool_size). Default: the
 	// number of CPUs.
-	Size int
+	Size int `mapstructure:"size"`
 	// StallLimit is the stall detection tick (thread_pool_stall_limit).
 	// Default 500ms.
-	StallLimit time.Duration
+	StallLimit time.Duration `mapstructure:"stall_limit"`
 	// Oversubscribe: a group executes at most 1+Oversubscribe statements
 	// at once unless stalled (generic). Default 3.
-	Oversubscribe int
+	Oversubscribe int `mapstructure:"oversubscribe"`
 	// QueryThreadsPerGroup is the enterprise algorithm's cap of statements
 	// executing per group. Default 1.
-	QueryThreadsPerGroup int
+	QueryThreadsPerGroup int `mapstructure:"query_threads_per_group"`
 	// MaxThreads caps executing statements over all groups
 	// (thread_pool_max_threads). Default 256; it may not be 0.
-	MaxThreads int
+	MaxThreads int `mapstructure:"max_threads"`
 	// IdleTimeout: capacity a stall granted is given back once the group
 	// has not needed it for this long (thread_pool_idle_timeout). Default 60s.
-	IdleTimeout time.Duration
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 	// PrioKickupTimer: a low-priority statement queued longer than this
 	// moves to the high-priority queue. Default 1s.
-	PrioKickupTimer time.Duration
+	PrioKickupTimer time.Duration `mapstructure:"prio_kickup_timer"`
 	// HighPrioMode and HighPrioTickets (thread_pool_high_prio_mode,
 	// _tickets): in transactions mode a session gets HighPrioTickets
 	// high-priority admissions per stretch of holding a backend. Default
 	// transactions, 4294967295.
-	HighPrioMode    HighPrioMode
-	HighPrioTickets uint32
+	HighPrioMode    HighPrioMode `mapstructure:"high_prio_mode"`
+	HighPrioTickets uint32       `mapstructure:"high_prio_tickets"`
 	// QueueTimeout bounds a statement's wait in a queue. Default 30s.
-	QueueTimeout time.Duration
+	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
 
 	// Now is the clock; tests inject their own. Default time.Now.
-	Now func() time.Time
+	Now func() time.Time `mapstructure:"-"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -146,17 +159,17 @@ func (c *Config) Validate() error {
 	if c.StallLimit == 0 {
 		c.StallLimit = d.StallLimit
 	}
-	if c.StallLimit < time.Millisecond {
+	if c.StallLimit < MinStallLimit {
 		return fmt.Errorf("%w: stall_limit %s (at least 1ms)", ErrBadConfig, c.StallLimit)
 	}
-	if c.Oversubscribe < 0 || c.Oversubscribe > 1000 {
-		return fmt.Errorf("%w: oversubscribe %d (0..1000)", ErrBadConfig, c.Oversubscribe)
+	if c.Oversubscribe < 0 || c.Oversubscribe > MaxOversubscribe {
+		return fmt.Errorf("%w: oversubscribe %d (0..%d)", ErrBadConfig, c.Oversubscribe, MaxOversubscribe)
 	}
 	if c.QueryThreadsPerGroup == 0 {
 		c.QueryThreadsPerGroup = d.QueryThreadsPerGroup
 	}
-	if c.QueryThreadsPerGroup < 0 || c.QueryThreadsPerGroup > 4096 {
-		return fmt.Errorf("%w: query_threads_per_group %d (1..4096)", ErrBadConfig, c.QueryThreadsPerGroup)
+	if c.QueryThreadsPerGroup < 0 || c.QueryThreadsPerGroup > MaxQueryThreadsPerGroup {
+		return fmt.Errorf("%w: query_threads_per_group %d (1..%d)", ErrBadConfig, c.QueryThreadsPerGroup, MaxQueryThreadsPerGroup)
 	}
 	if c.MaxThreads == 0 {
 		c.MaxThreads = d.MaxThreads

@@ -102,7 +102,7 @@ func loadConfig(path string, flags *pflag.FlagSet, env []string) (*config.Config
 	problems = append(problems, unknownKeys("", v.AllSettings(), schema)...)
 
 	cfg := config.Default()
-	decodeErr := v.Unmarshal(&cfg, viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(durationHook, byteSizeHook, strictScalarHook)))
+	decodeErr := v.Unmarshal(&cfg, viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(enumHook(), durationHook, byteSizeHook, strictScalarHook)))
 	decodeProblems := decodeErrors(decodeErr)
 	problems = append(problems, decodeProblems...)
 
@@ -172,9 +172,8 @@ func envName(key string) string {
 // type t.
 func leafKeys(prefix string, t reflect.Type) []string {
 	var keys []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key := prefix + f.Tag.Get("mapstructure")
+	for _, f := range fileFields(t) {
+		key := prefix + fileKey(f)
 		if f.Type.Kind() == reflect.Struct {
 			keys = append(keys, leafKeys(key+".", f.Type)...)
 		} else {
@@ -184,10 +183,34 @@ func leafKeys(prefix string, t reflect.Type) []string {
 	return keys
 }
 
-// fieldByKey finds the field of struct type t whose mapstructure tag is key.
+// fileFields lists the fields of struct type t that are file keys, in order:
+// its own tagged fields and those of the structs it embeds with ",squash"
+// (config.ThreadPool embeds scheduler.Config, config.Backend pool.Config).
+// Fields tagged "-", and those an outer field shadows, are not keys. Each
+// field's Index reaches it from t (reflect.Value.FieldByIndex).
+func fileFields(t reflect.Type) []reflect.StructField {
+	var fields []reflect.StructField
+	for _, f := range reflect.VisibleFields(t) {
+		if f.Anonymous || !f.IsExported() {
+			continue
+		}
+		if name := fileKey(f); name != "" && name != "-" {
+			fields = append(fields, f)
+		}
+	}
+	return fields
+}
+
+// fileKey is the key of a field: its mapstructure tag without options.
+func fileKey(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+	return name
+}
+
+// fieldByKey finds the field of struct type t whose key is key.
 func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		if f := t.Field(i); strings.EqualFold(f.Tag.Get("mapstructure"), key) {
+	for _, f := range fileFields(t) {
+		if strings.EqualFold(fileKey(f), key) {
 			return f, true
 		}
 	}
@@ -242,8 +265,8 @@ func unknownKeys(prefix string, settings any, t reflect.Type) []error {
 // "" when none is close.
 func closestKey(k string, t reflect.Type) string {
 	best, bestDist := "", 3 // suggest at most two edits away
-	for i := range t.NumField() {
-		name := t.Field(i).Tag.Get("mapstructure")
+	for _, f := range fileFields(t) {
+		name := fileKey(f)
 		if d := editDistance(k, name); d < bestDist {
 			best, bestDist = name, d
 		}
@@ -292,6 +315,34 @@ func durationHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 		return nil, fmt.Errorf("%v has no unit (write e.g. %vs)", data, data)
 	}
 	return nil, fmt.Errorf("cannot use %s as a duration (e.g. 500ms, 10s, 1h)", showValue(data))
+}
+
+// enumHook decodes the words of the settings table's enums whose fields
+// are numbers (thread_pool.algorithm is a scheduler.Algorithm), with the
+// table's message for a word it does not know. Enums held as strings are
+// left to Validate.
+func enumHook() mapstructure.DecodeHookFuncType {
+	enums := make(map[reflect.Type]config.Setting)
+	for _, s := range config.Settings() {
+		if s.Kind == config.KindEnum && s.FieldType().Kind() != reflect.String {
+			enums[s.FieldType()] = s
+		}
+	}
+	return func(_ reflect.Type, to reflect.Type, data any) (any, error) {
+		s, ok := enums[to]
+		if !ok {
+			return data, nil
+		}
+		w, ok := data.(string)
+		if !ok {
+			return nil, &config.BoundsError{Want: s.Want(), Got: showValue(data)}
+		}
+		n, err := s.ParseWord(w)
+		if err != nil {
+			return nil, err
+		}
+		return reflect.ValueOf(n).Convert(to).Interface(), nil
+	}
 }
 
 // byteSizeHook decodes integers and "16MiB"-style strings into

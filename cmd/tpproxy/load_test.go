@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/tpproxy/tpproxy/internal/config"
+	"github.com/tpproxy/tpproxy/scheduler"
 )
 
 // testFlags returns the serve/check-config flag set after parsing args.
@@ -49,11 +50,11 @@ func TestLoadPrecedence(t *testing.T) {
 		{"default when nothing sets it", nil, nil,
 			func(c *config.Config) any { return c.Backend.ConnectTimeout }, 5 * time.Second},
 		{"file over default", nil, nil,
-			func(c *config.Config) any { return c.Backend.PoolSize }, 8},
+			func(c *config.Config) any { return c.Backend.Size }, 8},
 		{"env over file", []string{"TPPROXY_BACKEND_POOL_SIZE=32"}, nil,
-			func(c *config.Config) any { return c.Backend.PoolSize }, 32},
+			func(c *config.Config) any { return c.Backend.Size }, 32},
 		{"flag over env", []string{"TPPROXY_BACKEND_POOL_SIZE=32"}, []string{"--pool-size=4"},
-			func(c *config.Config) any { return c.Backend.PoolSize }, 4},
+			func(c *config.Config) any { return c.Backend.Size }, 4},
 		{"flag over file", nil, []string{"--backend-addr", "other:3307"},
 			func(c *config.Config) any { return c.Backend.Addr }, "other:3307"},
 		{"env over file, string", []string{"TPPROXY_BACKEND_ADDR=env:3306"}, nil,
@@ -90,6 +91,8 @@ func TestLoadEnvSetsEveryKind(t *testing.T) {
 		"TPPROXY_BACKEND_TLS_INSECURE_SKIP_VERIFY=true",
 		"TPPROXY_BACKEND_TLS_SERVER_NAME=db.example",
 		"TPPROXY_SERVER_VERSION=",
+		"TPPROXY_THREAD_POOL_ALGORITHM=enterprise",
+		"TPPROXY_THREAD_POOL_SIZE=3",
 	}
 	cfg, err := loadConfig("testdata/good.yaml", nil, env)
 	if err != nil {
@@ -104,10 +107,12 @@ func TestLoadEnvSetsEveryKind(t *testing.T) {
 	want.Backend.Addr = "db.internal:3306"
 	want.Backend.User = "svc"
 	want.Backend.Password = "svcpass"
-	want.Backend.PoolSize = 8
+	want.Backend.Size = 8
 	want.Backend.AcquireTimeout = 250 * time.Millisecond
 	want.Backend.MaxLifetime = 0
 	want.Backend.TLS = config.BackendTLS{Mode: config.TLSPreferred, InsecureSkipVerify: true, ServerName: "db.example"}
+	want.ThreadPool.Algorithm = scheduler.Enterprise
+	want.ThreadPool.Size = 3
 	want.Log.Level = "warn"
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("got  %+v\nwant %+v", *cfg, want)
@@ -120,7 +125,7 @@ func TestLoadEnvIntoNullSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Backend.Addr != "x:1" || cfg.Backend.PoolSize != 16 || cfg.Log.Format != "json" || cfg.Log.Level != "info" {
+	if cfg.Backend.Addr != "x:1" || cfg.Backend.Size != 16 || cfg.Log.Format != "json" || cfg.Log.Level != "info" {
 		t.Errorf("got backend %+v log %+v", cfg.Backend, cfg.Log)
 	}
 }
@@ -178,6 +183,17 @@ func TestLoadProblems(t *testing.T) {
 				"users[0].password: cannot use 1234 (want a string: put it in quotes)",
 				"backend.pool_size: cannot use true (want an integer)",
 			}},
+		{"enum words are the table's", writeFile(t, "users: [{user: app, password: secret}]\n"+
+			"thread_pool: {algorithm: fast, high_prio_mode: all}\n"), nil, nil, []string{
+			`thread_pool.algorithm: must be generic or enterprise, got "fast"`,
+			`thread_pool.high_prio_mode: must be transactions, statements or none, got "all"`,
+		}},
+		{"enum as a number", writeFile(t, "users: [{user: app, password: secret}]\nthread_pool: {algorithm: 1}\n"), nil, nil, []string{
+			`thread_pool.algorithm: must be generic or enterprise, got 1`,
+		}},
+		{"enum from the environment", "testdata/good.yaml", []string{"TPPROXY_THREAD_POOL_HIGH_PRIO_MODE=some"}, nil, []string{
+			`thread_pool.high_prio_mode: must be transactions, statements or none, got "some" (set by TPPROXY_THREAD_POOL_HIGH_PRIO_MODE)`,
+		}},
 		{"wrong shapes", writeFile(t, "users: {user: app}\nbackend: 5\nmax_allowed_packet: -1\n"), nil, nil, []string{
 			`max_allowed_packet: -1 is not a byte size (want e.g. 1024, 16MiB, 64M, 1GiB)`,
 			`users: cannot use map[user:app] (want a list)`,

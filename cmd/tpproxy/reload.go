@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,29 +22,18 @@ import (
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 
-// dynamicKeys are the keys a reload applies at once; a change to any other
-// key is reported as needing a restart. A prefix ending in '.' covers a
-// section.
-var dynamicKeys = []string{
-	"thread_pool.algorithm", "thread_pool.size", "thread_pool.stall_limit", "thread_pool.oversubscribe",
-	"thread_pool.query_threads_per_group", "thread_pool.max_threads", "thread_pool.idle_timeout",
-	"thread_pool.prio_kickup_timer", "thread_pool.high_prio_mode", "thread_pool.high_prio_tickets",
-	"thread_pool.queue_timeout",
-	"backend.pool_size", "backend.acquire_timeout", "backend.connect_timeout", "backend.health_interval",
-	"backend.max_lifetime",
-	"users", "log.level", "log.slow_queue", "max_client_connections", "max_connect_errors", "shutdown_timeout",
-}
-
 // configChange is what a reload found different, by key.
 type configChange struct {
 	dynamic, static []string
 }
 
-// diffConfig lists the keys whose values differ between old and new.
+// diffConfig lists the keys whose values differ between old and new, as
+// dynamic (a reload applies them) or static (they need a restart), as the
+// settings table says; a key the table does not list is static.
 func diffConfig(old, new *config.Config) configChange {
 	var ch configChange
 	diffValue("", reflect.ValueOf(*old), reflect.ValueOf(*new), func(key string) {
-		if slices.Contains(dynamicKeys, key) {
+		if s, ok := config.Lookup(key); ok && s.Dynamic {
 			ch.dynamic = append(ch.dynamic, key)
 		} else {
 			ch.static = append(ch.static, key)
@@ -55,15 +43,14 @@ func diffConfig(old, new *config.Config) configChange {
 }
 
 func diffValue(prefix string, a, b reflect.Value, changed func(key string)) {
-	t := a.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key := prefix + f.Tag.Get("mapstructure")
+	for _, f := range fileFields(a.Type()) {
+		key := prefix + fileKey(f)
+		av, bv := a.FieldByIndex(f.Index), b.FieldByIndex(f.Index)
 		if f.Type.Kind() == reflect.Struct {
-			diffValue(key+".", a.Field(i), b.Field(i), changed)
+			diffValue(key+".", av, bv, changed)
 			continue
 		}
-		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+		if !reflect.DeepEqual(av.Interface(), bv.Interface()) {
 			changed(key)
 		}
 	}
@@ -203,13 +190,24 @@ func copyKey(dst, src *config.Config, key string) {
 	dv.Set(sv)
 }
 
-// apply makes the dynamic changes. The parts that can refuse (scheduler
-// and pool validation) go first, so a refusal leaves everything as it was.
+// apply makes the dynamic changes, by the component the settings table
+// says each key applies to. The parts that can refuse (scheduler and pool
+// validation) go first, so a refusal leaves everything as it was.
 func (r *reloader) apply(next *config.Config, keys []string) error {
-	has := func(prefix string) bool {
-		return slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, prefix) })
+	var sched []config.Setting
+	poolChanged, usersChanged := false, false
+	for _, k := range keys {
+		s, _ := config.Lookup(k) // diffConfig: every dynamic key is in the table
+		switch {
+		case s.Kind == config.KindList:
+			usersChanged = true
+		case s.Applies == config.Scheduler:
+			sched = append(sched, s)
+		case s.Applies == config.Pool:
+			poolChanged = true
+		}
 	}
-	if has("thread_pool.") {
+	if len(sched) > 0 {
 		want, err := schedulerConfig(&next.ThreadPool)
 		if err != nil {
 			return err
@@ -217,8 +215,8 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 		// Only the keys the file changed: a SET GLOBAL made on the admin
 		// port since keeps its value unless the file says otherwise.
 		err = r.sched.Update(func(c *scheduler.Config) error {
-			for _, k := range keys {
-				applyThreadPoolKey(c, &want, k)
+			for _, s := range sched {
+				s.Set(c, s.Get(&want))
 			}
 			return nil
 		})
@@ -226,15 +224,12 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 			return err
 		}
 	}
-	if has("backend.") {
-		b := next.Backend
-		err := r.pool.Reconfigure(pool.Dynamic{Size: b.PoolSize, AcquireTimeout: b.AcquireTimeout,
-			ConnectTimeout: b.ConnectTimeout, HealthInterval: b.HealthInterval, MaxLifetime: b.MaxLifetime})
-		if err != nil {
+	if poolChanged {
+		if err := r.pool.Reconfigure(next.Backend.Config.Dynamic()); err != nil {
 			return err
 		}
 	}
-	if has("users") {
+	if usersChanged {
 		users, err := proxyUsers(next)
 		if err != nil {
 			return err
@@ -247,34 +242,6 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 	r.front.SetMaxConnectErrors(next.MaxConnectErrors)
 	r.shutdownTimeout.Store(int64(next.ShutdownTimeout))
 	return nil
-}
-
-// applyThreadPoolKey copies one thread_pool key from want into c.
-func applyThreadPoolKey(c, want *scheduler.Config, key string) {
-	switch key {
-	case "thread_pool.algorithm":
-		c.Algorithm = want.Algorithm
-	case "thread_pool.size":
-		c.Size = want.Size
-	case "thread_pool.stall_limit":
-		c.StallLimit = want.StallLimit
-	case "thread_pool.oversubscribe":
-		c.Oversubscribe = want.Oversubscribe
-	case "thread_pool.query_threads_per_group":
-		c.QueryThreadsPerGroup = want.QueryThreadsPerGroup
-	case "thread_pool.max_threads":
-		c.MaxThreads = want.MaxThreads
-	case "thread_pool.idle_timeout":
-		c.IdleTimeout = want.IdleTimeout
-	case "thread_pool.prio_kickup_timer":
-		c.PrioKickupTimer = want.PrioKickupTimer
-	case "thread_pool.high_prio_mode":
-		c.HighPrioMode = want.HighPrioMode
-	case "thread_pool.high_prio_tickets":
-		c.HighPrioTickets = want.HighPrioTickets
-	case "thread_pool.queue_timeout":
-		c.QueueTimeout = want.QueueTimeout
-	}
 }
 
 // watch reloads on every signal from hup and, when watchFile is set, when

@@ -22,7 +22,7 @@ func TestDiffConfig(t *testing.T) {
 	next := old
 	next.Users = []config.User{{User: "app", Password: "other"}}
 	next.ThreadPool.Size = 8
-	next.Backend.PoolSize = 32
+	next.Backend.Size = 32
 	next.Backend.Addr = "db:3306"
 	next.Listen = "0.0.0.0:6033"
 	next.Log.Level = "debug"
@@ -43,13 +43,44 @@ func TestDiffConfig(t *testing.T) {
 	}
 }
 
-// TestDynamicKeysExist keeps the dynamic list in step with the schema: a
+// TestDynamicKeysExist keeps the settings table in step with the schema: a
 // renamed key must not silently become static.
 func TestDynamicKeysExist(t *testing.T) {
 	keys := leafKeys("", reflectConfigType())
-	for _, k := range dynamicKeys {
-		if !slices.Contains(keys, k) {
-			t.Errorf("dynamic key %s is not a configuration key", k)
+	for _, s := range config.Settings() {
+		if !slices.Contains(keys, s.Key) {
+			kind := "static"
+			if s.Dynamic {
+				kind = "dynamic"
+			}
+			t.Errorf("%s key %s is not a configuration key", kind, s.Key)
+		}
+	}
+}
+
+// TestDiffConfigFollowsTable changes each setting of the table alone: a
+// reload reports its key, as dynamic exactly when the table says so.
+func TestDiffConfigFollowsTable(t *testing.T) {
+	old := config.Default()
+	old.Users = []config.User{{User: "app", Password: "secret"}}
+	for _, s := range config.Settings() {
+		next := old
+		if s.Kind == config.KindList {
+			next.Users = []config.User{{User: "other", Password: "x"}}
+		} else {
+			v := s.Default() + 1
+			if s.Kind == config.KindEnum {
+				v %= int64(len(s.Words))
+			}
+			s.Set(s.Of(&next), v)
+		}
+		ch := diffConfig(&old, &next)
+		want := configChange{static: []string{s.Key}}
+		if s.Dynamic {
+			want = configChange{dynamic: []string{s.Key}}
+		}
+		if !reflect.DeepEqual(ch, want) {
+			t.Errorf("%s changed: diff %+v, want %+v", s.Key, ch, want)
 		}
 	}
 }

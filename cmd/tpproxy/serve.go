@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/tpproxy/tpproxy/admin"
 	"github.com/tpproxy/tpproxy/internal/config"
+	"github.com/tpproxy/tpproxy/internal/stack"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
@@ -20,9 +20,9 @@ import (
 
 // runServe runs the proxy until ctx is cancelled: the backend pool, the
 // scheduler in front of it, the client listener, the admin port and the
-// HTTP endpoint. Then it shuts down gracefully: new connections are
-// refused, statements in flight and open transactions get
-// shutdown_timeout to finish, then sessions are closed and the backend
+// HTTP endpoint, wired by internal/stack. Then it shuts down gracefully:
+// new connections are refused, statements in flight and open transactions
+// get shutdown_timeout to finish, then sessions are closed and the backend
 // connections released. rl reloads the configuration meanwhile.
 func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, build buildInfo, opts serveOptions) error {
 	var in *inherited
@@ -39,90 +39,33 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		// only this process's copies.
 		defer in.close()
 	}
-	pcfg, err := poolConfig(cfg, log)
+	o, err := stackOptions(cfg, log)
 	if err != nil {
 		return err
 	}
-	p, err := pool.New(pcfg)
+	listeners, err := openListeners(cfg, &o, in)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	if err := p.Start(ctx); err != nil {
-		return err
-	}
-	scfg, err := schedulerConfig(&cfg.ThreadPool)
+	o.Addons = addons(cfg, log, rl, build, listeners)
+	st, err := stack.Start(ctx, o)
 	if err != nil {
 		return err
 	}
-	sched, err := scheduler.New(scfg)
-	if err != nil {
-		return err
-	}
-	sched.Start()
-	defer sched.Close()
-	fcfg, err := proxyConfig(cfg, log)
-	if err != nil {
-		return err
-	}
-	srv, err := proxy.New(fcfg, p, sched)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	rl.attach(srv, sched, p)
+	defer st.Close()
+	rl.attach(st.Server, st.Scheduler, st.Pool)
 
-	// Sessions live on serveCtx, which ends only after the graceful
-	// shutdown, so that a signal does not cut statements in flight.
-	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServing()
+	// The process's own work beyond the stack runs until the front end has
+	// shut down.
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	defer bg.Wait()
-	fail := make(chan error, 4) // a listener that stopped by itself
-	run := func(name string, serve func() error) {
-		bg.Go(func() {
-			if err := serve(); err != nil && serveCtx.Err() == nil {
-				fail <- fmt.Errorf("%s: %w", name, err)
-			}
-		})
-	}
+	defer stopBackground()
 
-	listeners := map[string]net.Listener{}
-	ln, err := in.listen("listen", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
-	}
-	listeners["listen"] = ln
-	if cfg.Admin.Listen != "" {
-		adm, err := admin.New(admin.Config{Listen: cfg.Admin.Listen, User: cfg.Admin.User,
-			Password: cfg.Admin.Password, Logger: log.With("component", "admin")}, sched, srv, p)
-		if err != nil {
-			_ = ln.Close()
-			return err
-		}
-		aln, err := in.listen("admin.listen", cfg.Admin.Listen)
-		if err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("admin listen %s: %w", cfg.Admin.Listen, err)
-		}
-		listeners["admin.listen"] = aln
-		defer adm.Close()
+	if aln := listeners["admin.listen"]; aln != nil {
 		log.Info("admin port listening", "listen", aln.Addr().String())
-		run("admin port", func() error { return adm.Serve(serveCtx, aln) })
 	}
-	if cfg.Admin.HTTPListen != "" {
-		h, err := admin.NewHTTP(admin.HTTPConfig{Version: build.version, Commit: build.commit,
-			Collectors: rl.collectors(), Logger: log.With("component", "http"), Pprof: cfg.Admin.PprofOnHTTPListen}, srv, sched, p)
-		if err != nil {
-			_ = ln.Close()
-			return err
-		}
-		hln, err := in.listen("admin.http_listen", cfg.Admin.HTTPListen)
-		if err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("http listen %s: %w", cfg.Admin.HTTPListen, err)
-		}
-		listeners["admin.http_listen"] = hln
+	if hln := listeners["admin.http_listen"]; hln != nil {
 		paths := "/metrics /healthz /readyz"
 		if cfg.Admin.PprofOnHTTPListen {
 			paths += " /debug/pprof/"
@@ -131,51 +74,23 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 			log.Info("the HTTP endpoint listens beyond loopback and has no authentication", "listen", hln.Addr().String(), "paths", paths)
 		}
 		log.Info("http endpoint listening", "listen", hln.Addr().String(), "paths", paths)
-		run("http endpoint", func() error { return h.Serve(hln) })
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = h.Shutdown(sctx)
-		}()
 	}
-	if cfg.Admin.PprofListen != "" {
-		pln, err := in.listen("admin.pprof_listen", cfg.Admin.PprofListen)
-		if err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("pprof listen %s: %w", cfg.Admin.PprofListen, err)
-		}
-		listeners["admin.pprof_listen"] = pln
-		ps := admin.NewPprofServer(log.With("component", "pprof"))
+	if pln := listeners["admin.pprof_listen"]; pln != nil {
 		if !isLoopback(pln.Addr()) {
 			log.Warn("/debug/pprof/ listens beyond loopback and has no authentication", "listen", pln.Addr().String())
 		}
 		log.Info("pprof endpoint listening", "listen", pln.Addr().String(), "paths", "/debug/pprof/")
-		run("pprof endpoint", func() error {
-			if err := ps.Serve(pln); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-		defer func() { _ = ps.Close() }()
 	}
-	if port := cfg.ThreadPool.ExtraPort; port != 0 {
-		xp, xln, err := startExtraPort(ctx, cfg, pcfg, log, in)
-		if err != nil {
-			_ = ln.Close()
-			return err
-		}
-		defer xp.Close()
-		listeners["thread_pool.extra_port"] = xln
+	if xln := o.Extra.Listener; xln != nil {
 		log.Info("extra port listening", "listen", xln.Addr().String(), "max_connections", cfg.ThreadPool.ExtraMaxConnections)
-		run("extra port", func() error { return srv.ServeExtra(serveCtx, xln, xp, cfg.ThreadPool.ExtraMaxConnections) })
 	}
-	log.Info("tpproxy listening", "listen", ln.Addr().String(), "backend", cfg.Backend.Addr,
-		"pool_size", cfg.Backend.PoolSize, "server_version", p.ServerVersion(),
+	scfg := st.Scheduler.Config()
+	log.Info("tpproxy listening", "listen", o.Listener.Addr().String(), "backend", cfg.Backend.Addr,
+		"pool_size", cfg.Backend.Size, "server_version", st.Pool.ServerVersion(),
 		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
 		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
-	run("client listener", func() error { return srv.Serve(serveCtx, ln) })
 	if opts.adaptiveProcs {
-		bg.Go(func() { governProcs(serveCtx, log, sched, p) })
+		bg.Go(func() { governProcs(bgCtx, log, st.Scheduler, st.Pool) })
 	}
 	if in != nil {
 		in.ready(log)
@@ -187,7 +102,7 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 			log.Error("no zero-downtime upgrade for this process", "err", err)
 		} else {
 			handed = h.handed
-			bg.Go(func() { h.serve(serveCtx) })
+			bg.Go(func() { h.serve(bgCtx) })
 			log.Info("upgrade socket listening", "path", cfg.UpgradeSocket)
 		}
 	}
@@ -196,7 +111,7 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 	handedOver := false
 	select {
 	case <-ctx.Done():
-	case failed = <-fail:
+	case failed = <-st.Failed():
 		log.Error("a listener failed; shutting down", "err", failed)
 	case <-handed:
 		handedOver = true
@@ -213,21 +128,115 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, timeout)
-		if err := srv.Retire(rctx); err != nil {
-			log.Info("sessions still connected after the hand-over; shutting down", "sessions", srv.Stats().Sessions, "shutdown_timeout", timeout)
+		if err := st.Server.Retire(rctx); err != nil {
+			log.Info("sessions still connected after the hand-over; shutting down", "sessions", st.Server.Stats().Sessions, "shutdown_timeout", timeout)
 		}
 		cancel()
 		timeout = min(timeout, retireGrace)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	err = srv.Shutdown(sctx)
+	err = st.Server.Shutdown(sctx)
 	cancel()
 	if err != nil {
 		log.Warn("sessions were still busy at shutdown_timeout and were closed", "shutdown_timeout", timeout)
 	}
-	stopServing()
+	// The background work ends before the components close (st.Close,
+	// deferred).
+	stopBackground()
+	bg.Wait()
 	log.Info("tpproxy stopped")
 	return failed
+}
+
+// stackOptions maps the configuration onto the stack's components'
+// configs. The listeners are openListeners', the add-ons addons'.
+func stackOptions(cfg *config.Config, log *slog.Logger) (stack.Options, error) {
+	pcfg, err := poolConfig(cfg, log)
+	if err != nil {
+		return stack.Options{}, err
+	}
+	scfg, err := schedulerConfig(&cfg.ThreadPool)
+	if err != nil {
+		return stack.Options{}, err
+	}
+	fcfg, err := proxyConfig(cfg, log)
+	if err != nil {
+		return stack.Options{}, err
+	}
+	return stack.Options{
+		Pool: pcfg, Scheduler: scfg, Proxy: fcfg,
+		Extra: stack.Extra{MaxConnections: cfg.ThreadPool.ExtraMaxConnections,
+			PoolSize: cfg.ThreadPool.ExtraMaxConnections, Logger: log.With("component", "extra_pool")},
+	}, nil
+}
+
+// addons are the admin port, the HTTP endpoint and pprof on the listeners
+// openListeners opened for them.
+func addons(cfg *config.Config, log *slog.Logger, rl *reloader, build buildInfo, listeners map[string]net.Listener) []stack.Addon {
+	var a []stack.Addon
+	if ln := listeners["admin.listen"]; ln != nil {
+		a = append(a, admin.PortAddon(admin.Config{Listen: cfg.Admin.Listen, User: cfg.Admin.User,
+			Password: cfg.Admin.Password, Logger: log.With("component", "admin")}, ln))
+	}
+	if ln := listeners["admin.http_listen"]; ln != nil {
+		a = append(a, admin.HTTPAddon(admin.HTTPConfig{Version: build.version, Commit: build.commit,
+			Collectors: rl.collectors(), Logger: log.With("component", "http"), Pprof: cfg.Admin.PprofOnHTTPListen}, ln))
+	}
+	if ln := listeners["admin.pprof_listen"]; ln != nil {
+		a = append(a, admin.PprofAddon(log.With("component", "pprof"), ln))
+	}
+	return a
+}
+
+// openListeners opens (or takes from in) every listener the configuration
+// asks for and sets them in o. It returns them by key for the upgrade
+// hand-over; on an error it closes those it opened.
+func openListeners(cfg *config.Config, o *stack.Options, in *inherited) (_ map[string]net.Listener, err error) {
+	listeners := map[string]net.Listener{}
+	defer func() {
+		if err != nil {
+			for _, l := range listeners {
+				_ = l.Close()
+			}
+		}
+	}()
+	open := func(key, addr, what string) (net.Listener, error) {
+		ln, err := in.listen(key, addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, addr, err)
+		}
+		listeners[key] = ln
+		return ln, nil
+	}
+	if o.Listener, err = open("listen", cfg.Listen, "listen"); err != nil {
+		return nil, err
+	}
+	if cfg.Admin.Listen != "" {
+		if _, err = open("admin.listen", cfg.Admin.Listen, "admin listen"); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Admin.HTTPListen != "" {
+		if _, err = open("admin.http_listen", cfg.Admin.HTTPListen, "http listen"); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Admin.PprofListen != "" {
+		if _, err = open("admin.pprof_listen", cfg.Admin.PprofListen, "pprof listen"); err != nil {
+			return nil, err
+		}
+	}
+	if port := cfg.ThreadPool.ExtraPort; port != 0 {
+		// On listen's host.
+		host, _, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		}
+		if o.Extra.Listener, err = open("thread_pool.extra_port", net.JoinHostPort(host, strconv.Itoa(port)), "extra port"); err != nil {
+			return nil, err
+		}
+	}
+	return listeners, nil
 }
 
 // isLoopback reports whether a listener address is on loopback only.
@@ -236,89 +245,35 @@ func isLoopback(a net.Addr) bool {
 	return ok && ta.IP.IsLoopback()
 }
 
-// startExtraPort opens thread_pool.extra_port on listen's host, with a pool
-// of extra_max_connections backend connections of its own.
-func startExtraPort(ctx context.Context, cfg *config.Config, pcfg pool.Config, log *slog.Logger, in *inherited) (*pool.Pool, net.Listener, error) {
-	host, _, err := net.SplitHostPort(cfg.Listen)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
-	}
-	pcfg.Size = cfg.ThreadPool.ExtraMaxConnections
-	pcfg.Logger = log.With("component", "extra_pool")
-	xp, err := pool.New(pcfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := xp.Start(ctx); err != nil {
-		xp.Close()
-		return nil, nil, err
-	}
-	addr := net.JoinHostPort(host, strconv.Itoa(cfg.ThreadPool.ExtraPort))
-	xln, err := in.listen("thread_pool.extra_port", addr)
-	if err != nil {
-		xp.Close()
-		return nil, nil, fmt.Errorf("extra port %s: %w", addr, err)
-	}
-	return xp, xln, nil
-}
-
-// schedulerConfig maps the file's thread_pool section onto the scheduler's.
+// schedulerConfig is the file's thread_pool section as the scheduler
+// takes it: validated, size 0 resolved to the number of CPUs.
 func schedulerConfig(t *config.ThreadPool) (scheduler.Config, error) {
-	alg, err := scheduler.ParseAlgorithm(t.Algorithm)
-	if err != nil {
-		return scheduler.Config{}, err
-	}
-	mode, err := scheduler.ParseHighPrioMode(t.HighPrioMode)
-	if err != nil {
-		return scheduler.Config{}, err
-	}
-	c := scheduler.DefaultConfig()
-	c.Algorithm = alg
-	if t.Size > 0 {
-		c.Size = t.Size
-	}
-	c.StallLimit = t.StallLimit
-	c.Oversubscribe = t.Oversubscribe
-	c.QueryThreadsPerGroup = t.QueryThreadsPerGroup
-	c.MaxThreads = t.MaxThreads
-	c.IdleTimeout = t.IdleTimeout
-	c.PrioKickupTimer = t.PrioKickupTimer
-	c.HighPrioMode = mode
-	c.HighPrioTickets = t.HighPrioTickets
-	c.QueueTimeout = t.QueueTimeout
+	c := t.Config
 	return c, c.Validate()
 }
 
-// poolConfig maps the file's backend section onto the pool's config.
+// poolConfig is the file's backend section as the pool takes it, with the
+// settings the file states elsewhere or in its own terms: TLS,
+// load_data_local and the logger.
 func poolConfig(cfg *config.Config, log *slog.Logger) (pool.Config, error) {
 	b := cfg.Backend
 	tlsConf, err := b.TLSConfig()
 	if err != nil {
 		return pool.Config{}, err
 	}
-	mode := pool.TLSDisabled
+	c := b.Config
+	c.TLS = tlsConf
 	switch b.TLS.Mode {
 	case config.TLSPreferred:
-		mode = pool.TLSPreferred
+		c.TLSMode = pool.TLSPreferred
 	case config.TLSRequired:
-		mode = pool.TLSRequired
+		c.TLSMode = pool.TLSRequired
+	default:
+		c.TLSMode = pool.TLSDisabled
 	}
-	return pool.Config{
-		Addr:               b.Addr,
-		User:               b.User,
-		Password:           b.Password,
-		Size:               b.PoolSize,
-		AcquireTimeout:     b.AcquireTimeout,
-		ConnectTimeout:     b.ConnectTimeout,
-		HealthInterval:     b.HealthInterval,
-		MaxLifetime:        b.MaxLifetime,
-		Collation:          b.Collation,
-		MaxPreparedPerConn: b.MaxPreparedPerConnection,
-		TLS:                tlsConf,
-		TLSMode:            mode,
-		LocalInfile:        cfg.LoadDataLocal,
-		Logger:             log.With("component", "pool"),
-	}, nil
+	c.LocalInfile = cfg.LoadDataLocal
+	c.Logger = log.With("component", "pool")
+	return c, nil
 }
 
 // proxyConfig maps the file's front-end settings onto the proxy's config.

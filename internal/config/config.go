@@ -4,9 +4,21 @@
 // The package only describes and checks values; reading YAML, environment
 // variables and flags is the job of cmd/tpproxy. The mapstructure tags are the
 // file's keys and form a fixed interface: renaming one breaks users' files.
+// The thread_pool and backend sections embed the scheduler's and the pool's
+// own Config structs, whose tags are keys too.
+//
+// Settings (settings.go) is the table of the tunable keys: type, bounds,
+// default, whether a running tpproxy applies a change, and the component it
+// configures. Validate checks every row; the admin port's variables and
+// configuration reloads are driven by it.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/scheduler"
+)
 
 // AuthPlugin names the authentication plugin announced to clients.
 type AuthPlugin string
@@ -108,35 +120,13 @@ type Config struct {
 	CatalogTTL time.Duration `mapstructure:"catalog_ttl"`
 }
 
-// ThreadPool configures the thread-group scheduler, with the meaning of the
-// servers' thread_pool_* variables.
+// ThreadPool is the file's thread_pool section: the scheduler's own Config
+// (its keys are scheduler.Config's mapstructure tags: algorithm, size,
+// stall_limit, oversubscribe, ...), with the meaning of the servers'
+// thread_pool_* variables, plus the extra port. In the file, size 0 means
+// the number of CPUs.
 type ThreadPool struct {
-	// Algorithm is generic (MariaDB/Percona) or enterprise (MySQL Enterprise).
-	Algorithm string `mapstructure:"algorithm"`
-	// Size is the number of thread groups; 0 = the number of CPUs.
-	Size int `mapstructure:"size"`
-	// StallLimit is the stall detection tick.
-	StallLimit time.Duration `mapstructure:"stall_limit"`
-	// Oversubscribe: a group executes at most 1+oversubscribe statements
-	// at once unless stalled (generic).
-	Oversubscribe int `mapstructure:"oversubscribe"`
-	// QueryThreadsPerGroup is the enterprise algorithm's per-group cap.
-	QueryThreadsPerGroup int `mapstructure:"query_threads_per_group"`
-	// MaxThreads caps executing statements over all groups.
-	MaxThreads int `mapstructure:"max_threads"`
-	// IdleTimeout: stall-granted capacity unused this long is given back.
-	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
-	// PrioKickupTimer moves low-priority statements queued this long to
-	// the high-priority queue.
-	PrioKickupTimer time.Duration `mapstructure:"prio_kickup_timer"`
-	// HighPrioMode is transactions, statements or none.
-	HighPrioMode string `mapstructure:"high_prio_mode"`
-	// HighPrioTickets is how many high-priority admissions a session
-	// holding a backend gets in a row (transactions mode).
-	HighPrioTickets uint32 `mapstructure:"high_prio_tickets"`
-	// QueueTimeout is the longest a statement waits in a queue before the
-	// client gets ERR 9004.
-	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
+	scheduler.Config `mapstructure:",squash"`
 	// ExtraPort is a second client port on listen's host (0 = none) whose
 	// sessions bypass the thread pool and run on reserved backend
 	// connections, so an operator can always get in.
@@ -213,43 +203,30 @@ const (
 )
 
 // Backend describes the server behind the proxy and the fixed pool of
-// connections to it.
+// connections to it: the pool's own Config (its keys are pool.Config's
+// mapstructure tags: addr, user, password, pool_size, acquire_timeout,
+// connect_timeout, health_interval, max_lifetime, collation,
+// max_prepared_per_connection), plus identity and TLS.
+//
+// Addr is the server's host:port, or the path of its unix socket (starting
+// with /). User is the proxy's own account: it dials every backend
+// connection (which passthrough then logs in as a session's account), runs
+// KILL and reads the server's globals; with identity service, every
+// statement runs as it. Password has no default value: a built-in
+// credential would only hide a missing setting. Size (pool_size) is the
+// fixed number of server connections, 1..MaxPoolSize.
+// MaxPreparedPerConn (max_prepared_per_connection) 0 is automatic: half the
+// server's max_prepared_stmt_count shared by pool_size connections, at most
+// 1024.
 type Backend struct {
-	// Addr is the server's host:port, or the path of its unix socket (starting with /).
-	Addr string `mapstructure:"addr"`
+	pool.Config `mapstructure:",squash"`
 	// Identity says which server account clients' statements run as:
 	// passthrough (default) — each user's own (users[].backend_user or the
 	// same name), so every client keeps its privileges; service — User's,
 	// for every client.
 	Identity string `mapstructure:"identity"`
-	// User is the proxy's own account: it dials every backend connection
-	// (which passthrough then logs in as a session's account), runs KILL
-	// and reads the server's globals; with identity service, every
-	// statement runs as it.
-	User string `mapstructure:"user"`
-	// Password is the service account's plain password. It has no default
-	// value: a built-in credential would only hide a missing setting.
-	Password string `mapstructure:"password"`
-	// PoolSize is the fixed number of server connections, 1..MaxPoolSize.
-	PoolSize int `mapstructure:"pool_size"`
-	// AcquireTimeout is the longest a statement waits for a backend
-	// connection before the client gets an error.
-	AcquireTimeout time.Duration `mapstructure:"acquire_timeout"`
-	// ConnectTimeout bounds dialling and authenticating one connection.
-	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
-	// HealthInterval is how often idle connections are checked.
-	HealthInterval time.Duration `mapstructure:"health_interval"`
-	// MaxLifetime is how long a connection is used before it is replaced,
-	// with jitter so the pool does not reconnect all at once. 0 = unlimited.
-	MaxLifetime time.Duration `mapstructure:"max_lifetime"`
-	// Collation is set on every backend connection, e.g. utf8mb4_general_ci.
-	Collation string `mapstructure:"collation"`
-	// MaxPreparedPerConnection caps the statements prepared on one backend
-	// connection (least recently used closed first). 0 = automatic: half
-	// the server's max_prepared_stmt_count shared by pool_size connections,
-	// at most 1024.
-	MaxPreparedPerConnection int `mapstructure:"max_prepared_per_connection"`
-	// TLS configures TLS towards the backend.
+	// TLS configures TLS towards the backend; it shadows pool.Config.TLS,
+	// which cmd/tpproxy builds from it (see TLSConfig).
 	TLS BackendTLS `mapstructure:"tls"`
 }
 
@@ -308,32 +285,14 @@ func Default() Config {
 		TLS:                  TLS{MinVersion: "1.2"},
 		AuthLookup:           AuthLookup{Query: DefaultAuthLookupQuery, TTL: time.Minute},
 		Backend: Backend{
-			Addr:           "127.0.0.1:3306",
-			Identity:       IdentityPassthrough,
-			User:           "app",
-			Password:       "",
-			PoolSize:       16,
-			AcquireTimeout: 10 * time.Second,
-			ConnectTimeout: 5 * time.Second,
-			HealthInterval: 10 * time.Second,
-			MaxLifetime:    time.Hour,
-			Collation:      "utf8mb4_general_ci",
-			TLS:            BackendTLS{Mode: TLSDisabled},
+			Config:   backendDefaults(),
+			Identity: IdentityPassthrough,
+			TLS:      BackendTLS{Mode: TLSDisabled},
 		},
 		ThreadPool: ThreadPool{
-			Algorithm:            "generic",
-			Size:                 0,
-			StallLimit:           500 * time.Millisecond,
-			Oversubscribe:        3,
-			QueryThreadsPerGroup: 1,
-			MaxThreads:           256,
-			IdleTimeout:          60 * time.Second,
-			PrioKickupTimer:      time.Second,
-			HighPrioMode:         "transactions",
-			HighPrioTickets:      4294967295,
-			QueueTimeout:         30 * time.Second,
-			ExtraPort:            0,
-			ExtraMaxConnections:  1,
+			Config:              threadPoolDefaults(),
+			ExtraPort:           0,
+			ExtraMaxConnections: 1,
 		},
 		Admin:           Admin{Listen: "127.0.0.1:6032", User: "admin", Password: DefaultAdminPassword, HTTPListen: "127.0.0.1:6080"},
 		Log:             Log{Level: LogLevelInfo, Format: LogFormatText, SlowQueue: time.Second},
@@ -341,4 +300,21 @@ func Default() Config {
 		WatchConfig:     true,
 		CatalogTTL:      time.Second,
 	}
+}
+
+// backendDefaults are the pool's defaults with the file's address and
+// service account.
+func backendDefaults() pool.Config {
+	c := pool.DefaultConfig()
+	c.Addr = "127.0.0.1:3306"
+	c.User = "app"
+	return c
+}
+
+// threadPoolDefaults are the scheduler's defaults as the file writes them:
+// size 0, the number of CPUs of whatever machine runs the file.
+func threadPoolDefaults() scheduler.Config {
+	c := scheduler.DefaultConfig()
+	c.Size = 0
+	return c
 }

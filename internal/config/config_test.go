@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/config"
+	"github.com/tpproxy/tpproxy/scheduler"
 )
 
 // valid returns the defaults plus one user: the smallest valid config.
@@ -53,22 +54,22 @@ func TestDefaultValues(t *testing.T) {
 		{"max_allowed_packet", d.MaxAllowedPacket, config.ByteSize(0)},
 		{"auth_plugin", d.AuthPlugin, config.AuthNativePassword},
 		{"backend.addr", d.Backend.Addr, "127.0.0.1:3306"},
-		{"backend.pool_size", d.Backend.PoolSize, 16},
+		{"backend.pool_size", d.Backend.Size, 16},
 		{"backend.acquire_timeout", d.Backend.AcquireTimeout, 10 * time.Second},
 		{"backend.connect_timeout", d.Backend.ConnectTimeout, 5 * time.Second},
 		{"backend.health_interval", d.Backend.HealthInterval, 10 * time.Second},
 		{"backend.max_lifetime", d.Backend.MaxLifetime, time.Hour},
 		{"backend.collation", d.Backend.Collation, "utf8mb4_general_ci"},
-		{"backend.max_prepared_per_connection", d.Backend.MaxPreparedPerConnection, 0},
+		{"backend.max_prepared_per_connection", d.Backend.MaxPreparedPerConn, 0},
 		{"backend.tls.mode", d.Backend.TLS.Mode, config.TLSDisabled},
-		{"thread_pool.algorithm", d.ThreadPool.Algorithm, "generic"},
+		{"thread_pool.algorithm", d.ThreadPool.Algorithm, scheduler.Generic},
 		{"thread_pool.size", d.ThreadPool.Size, 0},
 		{"thread_pool.stall_limit", d.ThreadPool.StallLimit, 500 * time.Millisecond},
 		{"thread_pool.oversubscribe", d.ThreadPool.Oversubscribe, 3},
 		{"thread_pool.max_threads", d.ThreadPool.MaxThreads, 256},
 		{"thread_pool.idle_timeout", d.ThreadPool.IdleTimeout, time.Minute},
 		{"thread_pool.prio_kickup_timer", d.ThreadPool.PrioKickupTimer, time.Second},
-		{"thread_pool.high_prio_mode", d.ThreadPool.HighPrioMode, "transactions"},
+		{"thread_pool.high_prio_mode", d.ThreadPool.HighPrioMode, scheduler.PrioTransactions},
 		{"thread_pool.high_prio_tickets", d.ThreadPool.HighPrioTickets, uint32(4294967295)},
 		{"thread_pool.queue_timeout", d.ThreadPool.QueueTimeout, 30 * time.Second},
 		{"log.level", d.Log.Level, "info"},
@@ -157,9 +158,9 @@ func TestValidateMessages(t *testing.T) {
 		}, "users[0].backend_password", `users[0].backend_password: must be the server account's password in clear, not its hash: the proxy logs in with it`},
 		{"backend.user", func(c *config.Config) { c.Backend.User = "" },
 			"backend.user", `backend.user: must not be empty`},
-		{"pool_size 0", func(c *config.Config) { c.Backend.PoolSize = 0 },
+		{"pool_size 0", func(c *config.Config) { c.Backend.Size = 0 },
 			"backend.pool_size", `backend.pool_size: must be between 1 and 10000, got 0`},
-		{"pool_size too big", func(c *config.Config) { c.Backend.PoolSize = 10001 },
+		{"pool_size too big", func(c *config.Config) { c.Backend.Size = 10001 },
 			"backend.pool_size", `backend.pool_size: must be between 1 and 10000, got 10001`},
 		{"acquire_timeout", func(c *config.Config) { c.Backend.AcquireTimeout = 0 },
 			"backend.acquire_timeout", `backend.acquire_timeout: must be greater than 0, got 0s`},
@@ -169,18 +170,21 @@ func TestValidateMessages(t *testing.T) {
 			"backend.health_interval", `backend.health_interval: must be greater than 0, got 0s`},
 		{"max_lifetime", func(c *config.Config) { c.Backend.MaxLifetime = -time.Minute },
 			"backend.max_lifetime", `backend.max_lifetime: must be 0 (unlimited) or greater, got -1m0s`},
-		{"max_prepared_per_connection", func(c *config.Config) { c.Backend.MaxPreparedPerConnection = -1 },
+		{"max_prepared_per_connection", func(c *config.Config) { c.Backend.MaxPreparedPerConn = -1 },
 			"backend.max_prepared_per_connection", `backend.max_prepared_per_connection: must be 0 (automatic) or greater, got -1`},
-		{"thread_pool.algorithm", func(c *config.Config) { c.ThreadPool.Algorithm = "fast" },
-			"thread_pool.algorithm", `thread_pool.algorithm: must be generic or enterprise, got "fast"`},
+		// The file's words ("fast") are refused when the file is read
+		// (cmd/tpproxy TestLoadProblems); a number reaches Validate only
+		// from code.
+		{"thread_pool.algorithm", func(c *config.Config) { c.ThreadPool.Algorithm = 7 },
+			"thread_pool.algorithm", `thread_pool.algorithm: must be generic or enterprise, got 7`},
 		{"thread_pool.stall_limit", func(c *config.Config) { c.ThreadPool.StallLimit = 0 },
 			"thread_pool.stall_limit", `thread_pool.stall_limit: must be at least 1ms, got 0s`},
 		{"thread_pool.oversubscribe", func(c *config.Config) { c.ThreadPool.Oversubscribe = -1 },
 			"thread_pool.oversubscribe", `thread_pool.oversubscribe: must be 0 to 1000, got -1`},
 		{"thread_pool.max_threads", func(c *config.Config) { c.ThreadPool.MaxThreads = 0 },
 			"thread_pool.max_threads", `thread_pool.max_threads: must be at least 1, got 0`},
-		{"thread_pool.high_prio_mode", func(c *config.Config) { c.ThreadPool.HighPrioMode = "all" },
-			"thread_pool.high_prio_mode", `thread_pool.high_prio_mode: must be transactions, statements or none, got "all"`},
+		{"thread_pool.high_prio_mode", func(c *config.Config) { c.ThreadPool.HighPrioMode = 3 },
+			"thread_pool.high_prio_mode", `thread_pool.high_prio_mode: must be transactions, statements or none, got 3`},
 		{"thread_pool.queue_timeout", func(c *config.Config) { c.ThreadPool.QueueTimeout = 0 },
 			"thread_pool.queue_timeout", `thread_pool.queue_timeout: must be greater than 0, got 0s`},
 		{"collation", func(c *config.Config) { c.Backend.Collation = "utf8 mb4" },
@@ -233,7 +237,7 @@ func TestValidateMessages(t *testing.T) {
 func TestValidateReportsAllProblemsAtOnce(t *testing.T) {
 	c := valid()
 	c.Listen = "foo"
-	c.Backend.PoolSize = 0
+	c.Backend.Size = 0
 	c.Users = append(c.Users, config.User{User: "app"})
 	c.Log.Level = "loud"
 	c.Backend.MaxLifetime = 0 // allowed: unlimited

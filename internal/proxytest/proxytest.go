@@ -140,9 +140,6 @@ type Proxy struct {
 	ExtraAddr string
 	ExtraPool *pool.Pool
 	stack     *stack.Stack
-	cancel    context.CancelFunc
-	done      chan struct{}
-	extraDone chan struct{}
 }
 
 // StartProxy starts a proxy in front of the env's server, stopped when t
@@ -171,56 +168,35 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 	if o.Proxy.Logger == nil {
 		o.Proxy.Logger = log
 	}
-	so := stack.Options{Pool: o.Pool, Scheduler: o.Scheduler, Proxy: o.Proxy}
-	if o.ExtraPort > 0 {
-		xcfg := o.Pool
-		xcfg.Size = 1
-		so.Extra = &xcfg
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := stack.Start(ctx, so)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		cancel()
-		st.Close()
 		t.Fatal(err)
 	}
-	px := &Proxy{Addr: ln.Addr().String(), Server: st.Server, Pool: st.Pool, Sched: st.Scheduler, stack: st, cancel: cancel, done: make(chan struct{})}
-	px.Host = "127.0.0.1"
-	px.Port = ln.Addr().(*net.TCPAddr).Port
-	go func() {
-		defer close(px.done)
-		_ = st.Serve(ctx, ln)
-	}()
+	so := stack.Options{Pool: o.Pool, Scheduler: o.Scheduler, Proxy: o.Proxy, Listener: ln}
 	if o.ExtraPort > 0 {
 		xln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			px.Close()
+			_ = ln.Close()
 			t.Fatal(err)
 		}
-		px.ExtraAddr, px.ExtraPool, px.extraDone = xln.Addr().String(), st.ExtraPool, make(chan struct{})
-		go func() {
-			defer close(px.extraDone)
-			_ = st.ServeExtra(ctx, xln, o.ExtraPort)
-		}()
+		so.Extra = stack.Extra{Listener: xln, MaxConnections: o.ExtraPort, PoolSize: 1}
+	}
+	st, err := stack.Start(context.Background(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := &Proxy{Addr: ln.Addr().String(), Server: st.Server, Pool: st.Pool, Sched: st.Scheduler, ExtraPool: st.ExtraPool, stack: st}
+	px.Host = "127.0.0.1"
+	px.Port = ln.Addr().(*net.TCPAddr).Port
+	if so.Extra.Listener != nil {
+		px.ExtraAddr = so.Extra.Listener.Addr().String()
 	}
 	t.Cleanup(px.Close)
 	return px
 }
 
 // Close stops the proxy and its pool.
-func (p *Proxy) Close() {
-	p.cancel()
-	<-p.done
-	if p.extraDone != nil {
-		<-p.extraDone
-	}
-	p.stack.Close()
-}
+func (p *Proxy) Close() { p.stack.Close() }
 
 // DSN is a go-sql-driver DSN through the proxy for app/secret on the test
 // database. It sets interpolateParams=true (text protocol) unless params

@@ -1,115 +1,238 @@
-// Package stack wires tpproxy's parts together: the backend pool, the
-// thread-pool scheduler, the front end and the extra port's reserved pool.
-// `tpproxy serve`, the in-process benchmark target and the test harness
-// all build their proxy with Start, so the three cannot drift apart. What
-// only the daemon has (listeners from a config file, the admin port and
-// HTTP endpoint, reload, signals, upgrade hand-over) stays in cmd/tpproxy.
+// Package stack wires one tpproxy: the backend pool, the scheduler in front
+// of it, the client front end and, when asked for, the extra port and
+// add-ons served over them (the admin port, the HTTP endpoint and pprof:
+// admin.PortAddon, admin.HTTPAddon, admin.PprofAddon) — from the
+// components' own configs and listeners the caller opened. `tpproxy
+// serve`, the in-process benchmark target and the test harness
+// (internal/proxytest) all build their proxy with Start.
+//
+// It knows nothing of the configuration file: tpproxy serve maps the file
+// onto Options, tests fill Options in code. Opening the listeners is the
+// caller's too (a taken-over socket, a port 0 for a test). It does not
+// import the admin package (whose tests run on proxytest, which runs on
+// this): add-ons come in as values.
 package stack
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"sync"
 
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 
-// Options are the parts' configurations, owned by their packages.
+// ErrNoListener is returned by Start without Options.Listener.
+var ErrNoListener = errors.New("stack: no client listener")
+
+// Options configure a Stack. Each optional part is off while its Listener
+// is nil.
 type Options struct {
+	// Pool, Scheduler and Proxy configure the components; each fills in
+	// its own defaults (see their Validate).
 	Pool      pool.Config
 	Scheduler scheduler.Config
 	Proxy     proxy.Config
-	// Extra, when not nil, configures the extra port's reserved pool
-	// (thread_pool.extra_port): its own backend connections, outside the
-	// scheduler.
-	Extra *pool.Config
+	// Listener is the client port. Required.
+	Listener net.Listener
+
+	Extra Extra
+	// Addons are served once the components exist, in order.
+	Addons []Addon
 }
 
-// Stack is a started proxy: its pool connected, its scheduler running, its
-// front end ready to serve listeners.
+// Addon is one more port the stack serves over its components: the admin
+// port, the HTTP endpoint, pprof.
+type Addon struct {
+	// Name names it in errors ("admin port").
+	Name string
+	// Listener is where it serves; Start closes it when it fails.
+	Listener net.Listener
+	// Build makes the service from the started components.
+	Build func(*Stack) (Service, error)
+}
+
+// Service is a built add-on: Serve serves its listener until ctx ends or
+// Stop is called; Stop ends it (Close calls it before waiting for Serve).
+type Service struct {
+	Serve func(ctx context.Context) error
+	Stop  func()
+}
+
+// Extra is the extra port: sessions that bypass the scheduler, on backend
+// connections reserved for them (a pool of their own).
+type Extra struct {
+	Listener net.Listener
+	// MaxConnections caps the extra port's sessions; at least 1.
+	MaxConnections int
+	// PoolSize is the number of backend connections reserved for them;
+	// 0 means MaxConnections.
+	PoolSize int
+	// Logger receives the extra pool's events; default Options.Pool.Logger.
+	Logger *slog.Logger
+}
+
+// Stack is a running tpproxy. Its components are exported for what the
+// caller does beyond serving: reloads, admin views, tests.
 type Stack struct {
 	Pool      *pool.Pool
 	Scheduler *scheduler.Scheduler
 	Server    *proxy.Server
-	// ExtraPool is the extra port's pool (nil without Options.Extra).
+	// ExtraPool is nil without an extra port.
 	ExtraPool *pool.Pool
+
+	services []Service
+
+	// serveCtx is what the serving loops run on; stop ends it.
+	serveCtx context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	failed   chan error
+	close    sync.Once
 }
 
-// Start builds and starts the parts in order: pool (its first connections
-// dialled within ctx), scheduler, front end, extra pool. On error what was
-// started is closed again. ctx bounds the pools' background work too: the
-// stack stops dialling when it ends.
-func Start(ctx context.Context, o Options) (*Stack, error) {
-	st := &Stack{}
-	p, err := pool.New(o.Pool)
-	if err != nil {
-		return nil, fmt.Errorf("pool: %w", err)
+// Start builds the components, starts them and serves every listener of o
+// until Shutdown or Close. ctx bounds the start only — the pools' first
+// dial (see pool.Start) — not the serving. When Start fails it tears down
+// what it built and closes every listener of o.
+func Start(ctx context.Context, o Options) (_ *Stack, err error) {
+	lns := []net.Listener{o.Listener, o.Extra.Listener}
+	for _, a := range o.Addons {
+		lns = append(lns, a.Listener)
 	}
-	st.Pool = p
-	if err := p.Start(ctx); err != nil {
-		st.Close()
-		return nil, err
+	if o.Listener == nil {
+		closeAll(lns)
+		return nil, ErrNoListener
 	}
-	sched, err := scheduler.New(o.Scheduler)
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("thread_pool: %w", err)
-	}
-	sched.Start()
-	st.Scheduler = sched
-	srv, err := proxy.New(o.Proxy, p, sched)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	st.Server = srv
-	if o.Extra != nil {
-		xp, err := pool.New(*o.Extra)
+	s := &Stack{failed: make(chan error, len(lns))}
+	s.serveCtx, s.stop = context.WithCancel(context.Background())
+	defer func() {
 		if err != nil {
-			st.Close()
-			return nil, fmt.Errorf("extra port pool: %w", err)
+			s.Close()
+			closeAll(lns)
 		}
-		st.ExtraPool = xp
-		if err := xp.Start(ctx); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("extra port pool: %w", err)
+	}()
+
+	if s.Pool, err = pool.New(o.Pool); err != nil {
+		return nil, err
+	}
+	if err := s.Pool.Start(ctx); err != nil {
+		return nil, err
+	}
+	if s.Scheduler, err = scheduler.New(o.Scheduler); err != nil {
+		return nil, err
+	}
+	s.Scheduler.Start()
+	if s.Server, err = proxy.New(o.Proxy, s.Pool, s.Scheduler); err != nil {
+		return nil, err
+	}
+	if o.Extra.Listener != nil {
+		if err := s.startExtraPool(ctx, o); err != nil {
+			return nil, err
 		}
 	}
-	return st, nil
+	svcs := make([]Service, len(o.Addons))
+	for i, a := range o.Addons {
+		if svcs[i], err = a.Build(s); err != nil {
+			s.services = svcs[:i]
+			return nil, fmt.Errorf("%s: %w", a.Name, err)
+		}
+	}
+	s.services = svcs
+
+	// Everything is built: serve.
+	s.serve("client listener", func() error { return s.Server.Serve(s.serveCtx, o.Listener) })
+	if s.ExtraPool != nil {
+		s.serve("extra port", func() error {
+			return s.Server.ServeExtra(s.serveCtx, o.Extra.Listener, s.ExtraPool, o.Extra.MaxConnections)
+		})
+	}
+	for i, a := range o.Addons {
+		svc := svcs[i]
+		s.serve(a.Name, func() error { return svc.Serve(s.serveCtx) })
+	}
+	return s, nil
 }
 
-// Serve serves client sessions on ln until ctx ends (proxy.Server.Serve).
-func (st *Stack) Serve(ctx context.Context, ln net.Listener) error {
-	return st.Server.Serve(ctx, ln)
+// startExtraPool starts the extra port's pool: o.Pool with the reserved
+// size.
+func (s *Stack) startExtraPool(ctx context.Context, o Options) error {
+	cfg := o.Pool
+	cfg.Size = o.Extra.PoolSize
+	if cfg.Size <= 0 {
+		cfg.Size = max(o.Extra.MaxConnections, 1)
+	}
+	if o.Extra.Logger != nil {
+		cfg.Logger = o.Extra.Logger
+	}
+	xp, err := pool.New(cfg)
+	if err != nil {
+		return err
+	}
+	s.ExtraPool = xp
+	return xp.Start(ctx)
 }
 
-// ServeExtra serves the extra port on ln for at most maxConns sessions on
-// the extra pool.
-func (st *Stack) ServeExtra(ctx context.Context, ln net.Listener, maxConns int) error {
-	if st.ExtraPool == nil {
-		_ = ln.Close()
-		return errors.New("stack: no extra port configured")
-	}
-	return st.Server.ServeExtra(ctx, ln, st.ExtraPool, maxConns)
+// serve runs one serving loop; an error from a loop that stopped by itself
+// (not by Shutdown or Close) goes to Failed.
+func (s *Stack) serve(name string, loop func() error) {
+	s.wg.Go(func() {
+		if err := loop(); err != nil && s.serveCtx.Err() == nil {
+			s.failed <- fmt.Errorf("%s: %w", name, err)
+		}
+	})
 }
 
-// Close stops the parts in reverse order: the front end (its sessions
-// end), the scheduler, then the pools. Serve calls should have returned
-// first.
-func (st *Stack) Close() {
-	if st.Server != nil {
-		st.Server.Close()
-	}
-	if st.Scheduler != nil {
-		st.Scheduler.Close()
-	}
-	if st.ExtraPool != nil {
-		st.ExtraPool.Close()
-	}
-	if st.Pool != nil {
-		st.Pool.Close()
+// Failed receives an error for each listener that stopped serving by
+// itself; the stack goes on serving the others until Shutdown or Close.
+func (s *Stack) Failed() <-chan error { return s.failed }
+
+// Shutdown stops the stack gracefully: no new connections, statements in
+// flight and open transactions get until ctx ends to finish (see
+// proxy.Server.Shutdown), then everything is closed as by Close. It returns
+// ctx's error when sessions had to be closed.
+func (s *Stack) Shutdown(ctx context.Context) error {
+	err := s.Server.Shutdown(ctx)
+	s.Close()
+	return err
+}
+
+// Close stops the stack at once: it closes the listeners and every
+// session, stops the add-ons, waits for the serving loops, then closes the
+// scheduler and the pools. It is safe to
+// call more than once.
+func (s *Stack) Close() {
+	s.close.Do(func() {
+		s.stop()
+		if s.Server != nil {
+			s.Server.Close()
+		}
+		for _, svc := range s.services {
+			if svc.Stop != nil {
+				svc.Stop()
+			}
+		}
+		s.wg.Wait()
+		if s.Scheduler != nil {
+			s.Scheduler.Close()
+		}
+		if s.ExtraPool != nil {
+			s.ExtraPool.Close()
+		}
+		if s.Pool != nil {
+			s.Pool.Close()
+		}
+	})
+}
+
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		if ln != nil {
+			_ = ln.Close()
+		}
 	}
 }

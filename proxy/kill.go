@@ -83,33 +83,16 @@ func (s *Session) killStatement(ctx context.Context, q []byte, info *sqlscan.Inf
 // kill kills a session's statement or the session itself. Users may kill
 // their own sessions, as on the server without the PROCESS privilege.
 func (s *Session) kill(ctx context.Context, id uint32, query bool) (quit bool, err error) {
-	t := s.srv.session(id)
-	if t == nil {
-		return false, s.writeErr(&mysqlwire.Error{Code: erNoSuchThread, State: "HY000",
-			Message: fmt.Sprintf("Unknown thread id: %d", id)})
-	}
-	if t.user != s.user {
-		return false, s.writeErr(&mysqlwire.Error{Code: erKillDenied, State: "HY000",
-			Message: fmt.Sprintf("You are not owner of thread %d", id)})
-	}
-	if t == s {
+	if id == s.id && s.srv.session(id) == s {
 		if query {
 			// The KILL itself is the statement it interrupts.
 			return false, s.writeErr(errQueryInterrupted)
 		}
 		return true, s.writeErr(errConnectionKilled)
 	}
-	t.mu.Lock()
-	if !query {
-		// Close the client side first: the interrupted statement's error
-		// must not reach a client whose connection was killed.
-		t.killed = true
-		t.closeConn()
+	if err := s.srv.kill(id, query, s.user); err != nil {
+		return false, s.writeErr(err)
 	}
-	if t.cur != nil {
-		t.killLocked(t.pool, t.srv.log, t.id)
-	}
-	t.mu.Unlock()
 	return false, s.writeOK()
 }
 
@@ -133,13 +116,28 @@ var ErrNoSuchSession = errors.New("proxy: no such session")
 // Kill kills session id's running statement (query) or the session
 // itself, on behalf of an operator (the admin port): no owner check.
 func (srv *Server) Kill(id uint32, query bool) error {
+	if err := srv.kill(id, query, ""); err != nil {
+		return fmt.Errorf("%w: %d", ErrNoSuchSession, id)
+	}
+	return nil
+}
+
+// kill kills session id's running statement or the session, for user
+// (who must own it; "": an operator). The error is the server's answer:
+// ERR 1094 for an unknown id, 1095 for another user's session.
+func (srv *Server) kill(id uint32, query bool, user string) *mysqlwire.Error {
 	t := srv.session(id)
 	if t == nil {
-		return fmt.Errorf("%w: %d", ErrNoSuchSession, id)
+		return &mysqlwire.Error{Code: erNoSuchThread, State: "HY000", Message: fmt.Sprintf("Unknown thread id: %d", id)}
+	}
+	if user != "" && t.user != user {
+		return &mysqlwire.Error{Code: erKillDenied, State: "HY000", Message: fmt.Sprintf("You are not owner of thread %d", id)}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !query {
+		// Close the client side first: the interrupted statement's error
+		// must not reach a client whose connection was killed.
 		t.killed = true
 		t.closeConn()
 	}

@@ -372,21 +372,28 @@ func (s *Scheduler) grant(g *group, t *Task, now time.Time) {
 	t.ch <- struct{}{}
 }
 
-// next returns the queued task to admit next in g, after moving
-// low-priority tasks that waited past prio_kickup_timer to the high queue;
-// mu is held.
-func (s *Scheduler) next(g *group, now time.Time) *Task {
-	s.kickUp(g, now)
-	if t := g.high.Front(); t != nil {
-		return t
+// next returns the queued task to admit next in g, the first of the high
+// queue or else of the low one; mu is held.
+func (g *group) next() *Task {
+	// Len first: the queues are mostly empty, which Len tells with one
+	// load (Front loads the element too).
+	switch {
+	case g.high.Len() > 0:
+		return g.high.Front()
+	case g.low.Len() > 0:
+		return g.low.Front()
 	}
-	return g.low.Front()
+	return nil
 }
 
 // kickUp moves low-priority tasks queued longer than prio_kickup_timer to
 // the high-priority queue; mu is held.
 func (s *Scheduler) kickUp(g *group, now time.Time) {
-	for t := g.low.Front(); t != nil && now.Sub(t.since) >= s.cfg.PrioKickupTimer; t = g.low.Front() {
+	for g.low.Len() > 0 {
+		t := g.low.Front()
+		if now.Sub(t.since) < s.cfg.PrioKickupTimer {
+			return
+		}
 		g.low.remove(t)
 		t.high = true
 		g.high.push(t)
@@ -394,10 +401,15 @@ func (s *Scheduler) kickUp(g *group, now time.Time) {
 	}
 }
 
-// dispatch admits queued tasks of g while it has room; mu is held.
+// dispatch admits queued tasks of g while it has room, each after moving
+// low-priority tasks that waited past prio_kickup_timer to the high queue;
+// mu is held.
 func (s *Scheduler) dispatch(g *group, now time.Time) {
 	for s.room(g) {
-		t := s.next(g, now)
+		if g.low.Len() > 0 {
+			s.kickUp(g, now)
+		}
+		t := g.next()
 		if t == nil {
 			return
 		}

@@ -114,8 +114,9 @@ func (q *waitQueue) push(w *waiter) { q.PushBack(w, &w.links) }
 
 func (q *waitQueue) pop() *waiter { return q.PopFront() }
 
-// remove takes w out of the queue; a waiter not in it is left alone.
-func (q *waitQueue) remove(w *waiter) { q.Remove(&w.links) }
+// remove takes w out of the queue and reports whether it was there (a
+// waiter is in no other list).
+func (q *waitQueue) remove(w *waiter) bool { return q.Remove(&w.links) }
 
 // New validates cfg and returns a pool that has not dialed yet; Start dials.
 func New(cfg Config) (*Pool, error) {
@@ -292,12 +293,15 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 	}
 	if gaveUp {
 		p.mu.Lock()
-		select {
-		case c, ok = <-w.ch: // handed over (or failed) while we were giving up
-		default:
-			p.waiters.remove(w)
-		}
+		queued := p.waiters.remove(w)
 		p.mu.Unlock()
+		if !queued {
+			// Handed over (or failed) while we were giving up: whoever
+			// takes a waiter from the queue (put, the filler, Close) sends
+			// it a connection or closes its channel right after, so this
+			// does not block for long.
+			c, ok = <-w.ch
+		}
 	}
 	waited := time.Since(start)
 	p.stats.waitNanos.Add(int64(waited))

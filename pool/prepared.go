@@ -9,12 +9,6 @@ import (
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
-// Command bytes of the prepared-statement protocol.
-const (
-	comStmtPrepare = 0x16
-	comStmtClose   = 0x19
-)
-
 // autoPreparedShare is the part of the server's max_prepared_stmt_count
 // the pool lets its connections use together when MaxPreparedPerConn is
 // automatic: the rest stays for clients of the server that bypass the proxy.
@@ -63,7 +57,7 @@ func (c *Conn) Prepared(key uint64) (id uint32, ok bool) {
 func (c *Conn) Prepare(ctx context.Context, key uint64, sql []byte, keepDefs bool) (mysqlwire.StmtPrepareOK, [][]byte, error) {
 	defer c.withDeadline(ctx)()
 	c.StartCommand()
-	cmd := [1]byte{comStmtPrepare}
+	cmd := [1]byte{mysqlwire.ComStmtPrepare}
 	if err := c.w.WritePacketParts(cmd[:], sql, nil); err != nil {
 		c.broken = true
 		return mysqlwire.StmtPrepareOK{}, nil, fmt.Errorf("%w: %w", ErrBroken, err)
@@ -185,7 +179,7 @@ func (c *Conn) writeCloses() {
 	for _, id := range c.stmts.closing {
 		c.w.SetSeq(0)
 		c.w.Begin()
-		c.w.AppendByte(comStmtClose)
+		c.w.AppendByte(mysqlwire.ComStmtClose)
 		c.w.AppendUint32(id)
 		_ = c.w.End() // five bytes always fit
 		c.p.stats.preparedOpen.Add(-1)

@@ -167,7 +167,7 @@ func (p *Pool) Accounts() []AccountStats {
 	for _, c := range p.idle {
 		get(c.AccountName()).Idle++
 	}
-	for w := p.waiters.head; w != nil; w = w.next {
+	for w := range p.waiters.All() {
 		get(w.account).Waiting++
 	}
 	p.mu.Unlock()

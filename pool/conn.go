@@ -18,16 +18,6 @@ import (
 	"github.com/tpproxy/tpproxy/internal/netx"
 )
 
-// Command bytes the pool sends itself.
-const (
-	comInitDB          = 0x02
-	comQuery           = 0x03
-	comPing            = 0x0e
-	comQuit            = 0x01
-	comSetOption       = 0x1b
-	comResetConnection = 0x1f
-)
-
 // initSQL sets the connection's character set explicitly (the handshake
 // collation byte is not trusted: MariaDB maps unknown ids to latin1) and
 // asks the server to report every change of schema, session variable and
@@ -246,7 +236,7 @@ func (c *Conn) flushReports(ctx context.Context) error {
 // it (the variable shows only the character set).
 func (c *Conn) ResultsCollationID(ctx context.Context) (uint16, error) {
 	defer c.withDeadline(ctx)()
-	if err := c.command(comQuery, "SELECT ''"); err != nil {
+	if err := c.command(mysqlwire.ComQuery, "SELECT ''"); err != nil {
 		return 0, err
 	}
 	p, err := c.r.ReadPacket()
@@ -400,26 +390,26 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 		return sniff, nil
 	}
 	opts := func(cc *client.Conn) error {
-		for _, f := range []uint32{gomysql.CLIENT_MULTI_STATEMENTS, gomysql.CLIENT_MULTI_RESULTS,
-			gomysql.CLIENT_PS_MULTI_RESULTS, gomysql.CLIENT_SESSION_TRACK} {
+		for _, f := range []uint32{mysqlwire.ClientMultiStatements, mysqlwire.ClientMultiResults,
+			mysqlwire.ClientPSMultiResults, mysqlwire.ClientSessionTrack} {
 			if err := cc.SetCapability(f); err != nil {
 				return err
 			}
 		}
 		if cfg.LocalInfile {
-			if err := cc.SetCapability(gomysql.CLIENT_LOCAL_FILES); err != nil {
+			if err := cc.SetCapability(mysqlwire.ClientLocalFiles); err != nil {
 				return err
 			}
 		}
 		if foundRows {
-			if err := cc.SetCapability(gomysql.CLIENT_FOUND_ROWS); err != nil {
+			if err := cc.SetCapability(mysqlwire.ClientFoundRows); err != nil {
 				return err
 			}
 		}
 		// Results are relayed to clients that do not speak these.
-		cc.UnsetCapability(gomysql.CLIENT_DEPRECATE_EOF)
-		cc.UnsetCapability(gomysql.CLIENT_QUERY_ATTRIBUTES)
-		cc.UnsetCapability(gomysql.CLIENT_COMPRESS)
+		cc.UnsetCapability(mysqlwire.ClientDeprecateEOF)
+		cc.UnsetCapability(mysqlwire.ClientQueryAttributes)
+		cc.UnsetCapability(mysqlwire.ClientCompress)
 		cc.SetAttributes(map[string]string{"_client_name": "tpproxy", "program_name": "tpproxy"})
 		if err := cc.SetCollation(cfg.Collation); err != nil {
 			return err
@@ -457,7 +447,7 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 		w:        mysqlwire.NewWriterSize(rw, bufSize),
 		threadID: cc.GetConnectionID(),
 		version:  cc.GetServerVersion(),
-		track:    cc.HasCapability(gomysql.CLIENT_SESSION_TRACK),
+		track:    cc.HasCapability(mysqlwire.ClientSessionTrack),
 		created:  now,
 		lastUsed: now,
 		// A new session's LAST_INSERT_ID() is 0.
@@ -531,10 +521,10 @@ type sniffConn struct {
 	writes int
 }
 
-// MariaDB's extended capabilities (the upper half of its 64-bit flags).
+// MariaDB's extended capabilities the pool can relay.
 const (
-	extBulk     uint32 = 1 << 2 // MARIADB_CLIENT_STMT_BULK_OPERATIONS
-	extMetadata uint32 = 1 << 3 // MARIADB_CLIENT_EXTENDED_METADATA
+	extBulk     = mysqlwire.MariaDBClientStmtBulkOperations
+	extMetadata = mysqlwire.MariaDBClientExtendedMetadata
 )
 
 func (s *sniffConn) Write(b []byte) (int, error) {
@@ -543,11 +533,11 @@ func (s *sniffConn) Write(b []byte) (int, error) {
 	// header, capabilities, max packet, collation, 23 bytes of filler
 	// whose last 4 carry the extended capabilities.
 	if s.writes == 1 && len(b) > 4+32 && s.want != 0 {
-		if g, ok := parseGreeting(s.head); ok && g.caps&1 == 0 {
+		if g, ok := parseGreeting(s.head); ok && g.caps&mysqlwire.ClientLongPassword == 0 {
 			ext := g.extCaps & s.want
 			// The server reads them only from a client that clears
 			// CLIENT_MYSQL (long password) as MariaDB's own do.
-			b[4] &^= 1
+			b[4] &^= byte(mysqlwire.ClientLongPassword)
 			b[32] |= byte(ext)
 			b[33] |= byte(ext >> 8)
 			b[34] |= byte(ext >> 16)
@@ -579,7 +569,7 @@ func (s *sniffConn) serverLacksTLS() bool {
 		return false
 	}
 	capLow := uint16(p[13]) | uint16(p[14])<<8
-	return uint32(capLow)&gomysql.CLIENT_SSL == 0
+	return uint32(capLow)&mysqlwire.ClientSSL == 0
 }
 
 func (c *Conn) close() {
@@ -589,7 +579,7 @@ func (c *Conn) close() {
 		// disconnect instead of counting an aborted connection
 		// (Aborted_clients) and logging a warning for it.
 		_ = c.nc.SetWriteDeadline(time.Now().Add(quitTimeout))
-		_ = c.command(comQuit, "")
+		_ = c.command(mysqlwire.ComQuit, "")
 	}
 	_ = c.nc.Close()
 }
@@ -690,7 +680,7 @@ func (c *Conn) readResult(onRow func(row []byte) error) (mysqlwire.OK, error) {
 // returns its final OK.
 func (c *Conn) Exec(ctx context.Context, sql string) (mysqlwire.OK, error) {
 	defer c.withDeadline(ctx)()
-	if err := c.command(comQuery, sql); err != nil {
+	if err := c.command(mysqlwire.ComQuery, sql); err != nil {
 		return mysqlwire.OK{}, err
 	}
 	return c.readResult(nil)
@@ -700,7 +690,7 @@ func (c *Conn) Exec(ctx context.Context, sql string) (mysqlwire.OK, error) {
 // (length-encoded values). It is meant for small administrative queries.
 func (c *Conn) Query(ctx context.Context, sql string, onRow func(row []byte) error) error {
 	defer c.withDeadline(ctx)()
-	if err := c.command(comQuery, sql); err != nil {
+	if err := c.command(mysqlwire.ComQuery, sql); err != nil {
 		return err
 	}
 	_, err := c.readResult(onRow)
@@ -710,7 +700,7 @@ func (c *Conn) Query(ctx context.Context, sql string, onRow func(row []byte) err
 // ping checks the connection with COM_PING.
 func (c *Conn) ping(ctx context.Context) error {
 	defer c.withDeadline(ctx)()
-	if err := c.command(comPing, ""); err != nil {
+	if err := c.command(mysqlwire.ComPing, ""); err != nil {
 		return err
 	}
 	_, err := c.readResult(nil)
@@ -722,7 +712,7 @@ func (c *Conn) ping(ctx context.Context) error {
 func (c *Conn) reset(ctx context.Context) error {
 	gen := c.p.globalsGen()
 	done := c.withDeadline(ctx)
-	err := c.command(comResetConnection, "")
+	err := c.command(mysqlwire.ComResetConnection, "")
 	if err == nil {
 		_, err = c.readResult(nil)
 	}
@@ -823,7 +813,7 @@ func (c *Conn) Sync(ctx context.Context, want *State) error {
 
 func (c *Conn) initDB(ctx context.Context, schema string) error {
 	defer c.withDeadline(ctx)()
-	if err := c.command(comInitDB, schema); err != nil {
+	if err := c.command(mysqlwire.ComInitDB, schema); err != nil {
 		return err
 	}
 	if _, err := c.readResult(nil); err != nil {
@@ -837,7 +827,7 @@ func (c *Conn) setMultiStatements(ctx context.Context, on bool) error {
 	defer c.withDeadline(ctx)()
 	c.StartCommand()
 	c.w.Begin()
-	c.w.AppendByte(comSetOption)
+	c.w.AppendByte(mysqlwire.ComSetOption)
 	if on {
 		c.w.AppendUint16(0)
 	} else {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/histogram"
+	"github.com/tpproxy/tpproxy/internal/ilist"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
@@ -103,49 +104,19 @@ type waiter struct {
 	// overtaken counts the waiters of another account served before it
 	// (nextWaiter).
 	overtaken int
-	next      *waiter
-	prev      *waiter
+	links     ilist.Links[waiter]
 }
 
 // waitQueue is a FIFO of waiters with O(1) removal of a waiter that gives up.
-type waitQueue struct {
-	head, tail *waiter
-	n          int
-}
+type waitQueue struct{ ilist.List[waiter] }
 
-func (q *waitQueue) push(w *waiter) {
-	w.prev = q.tail
-	if q.tail != nil {
-		q.tail.next = w
-	} else {
-		q.head = w
-	}
-	q.tail = w
-	q.n++
-}
+func (q *waitQueue) push(w *waiter) { q.PushBack(w, &w.links) }
 
-func (q *waitQueue) pop() *waiter {
-	w := q.head
-	if w != nil {
-		q.remove(w)
-	}
-	return w
-}
+func (q *waitQueue) pop() *waiter { return q.PopFront() }
 
-func (q *waitQueue) remove(w *waiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	w.next, w.prev = nil, nil
-	q.n--
-}
+// remove takes w out of the queue and reports whether it was there (a
+// waiter is in no other list).
+func (q *waitQueue) remove(w *waiter) bool { return q.Remove(&w.links) }
 
 // New validates cfg and returns a pool that has not dialed yet; Start dials.
 func New(cfg Config) (*Pool, error) {
@@ -322,12 +293,15 @@ func (p *Pool) AcquireWaiting(ctx context.Context, want *State, wt Waiter) (*Con
 	}
 	if gaveUp {
 		p.mu.Lock()
-		select {
-		case c, ok = <-w.ch: // handed over (or failed) while we were giving up
-		default:
-			p.waiters.remove(w)
-		}
+		queued := p.waiters.remove(w)
 		p.mu.Unlock()
+		if !queued {
+			// Handed over (or failed) while we were giving up: whoever
+			// takes a waiter from the queue (put, the filler, Close) sends
+			// it a connection or closes its channel right after, so this
+			// does not block for long.
+			c, ok = <-w.ch
+		}
 	}
 	waited := time.Since(start)
 	p.stats.waitNanos.Add(int64(waited))
@@ -591,18 +565,18 @@ const (
 // nextWaiter removes and returns the waiter c goes to, nil if none waits.
 // mu must be held.
 func (p *Pool) nextWaiter(c *Conn) *waiter {
-	head := p.waiters.head
-	if head == nil {
-		return nil
+	if p.waiters.Len() == 0 {
+		return nil // the common case, told by one load
 	}
+	head := p.waiters.Front()
 	name := c.AccountName()
 	if head.account == name || head.overtaken >= maxOvertaken {
 		return p.waiters.pop()
 	}
 	i := 0
-	for w := head.next; w != nil && i < matchWaiters; w, i = w.next, i+1 {
+	for w := head.links.Next(); w != nil && i < matchWaiters; w, i = w.links.Next(), i+1 {
 		if w.account == name {
-			for o := head; o != w; o = o.next {
+			for o := head; o != w; o = o.links.Next() {
 				o.overtaken++
 			}
 			p.waiters.remove(w)

@@ -5,13 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/tpproxy/tpproxy/internal/ilist"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-)
-
-// Command bytes of the prepared-statement protocol.
-const (
-	comStmtPrepare = 0x16
-	comStmtClose   = 0x19
 )
 
 // autoPreparedShare is the part of the server's max_prepared_stmt_count
@@ -25,46 +20,22 @@ const maxAutoPrepared = 1024
 // prepared is one statement prepared on a connection, in the connection's
 // LRU list (most recently used at the front).
 type prepared struct {
-	key        uint64
-	id         uint32
-	prev, next *prepared
+	key   uint64
+	id    uint32
+	links ilist.Links[prepared]
 }
 
 // stmtList is a connection's prepared statements: a map by key and an LRU
 // list. The zero value is empty.
 type stmtList struct {
-	byKey      map[uint64]*prepared
-	head, tail *prepared
+	byKey map[uint64]*prepared
+	lru   ilist.List[prepared] // most recently used first
 	// closing are server statement ids to close before the connection's
 	// next command (COM_STMT_CLOSE has no response, so it rides along).
 	closing []uint32
 	// detached counts statements handed to a caller by DetachPrepared and
 	// not yet given back with ClosePrepared.
 	detached int
-}
-
-func (l *stmtList) unlink(s *prepared) {
-	if s.prev != nil {
-		s.prev.next = s.next
-	} else {
-		l.head = s.next
-	}
-	if s.next != nil {
-		s.next.prev = s.prev
-	} else {
-		l.tail = s.prev
-	}
-	s.prev, s.next = nil, nil
-}
-
-func (l *stmtList) pushFront(s *prepared) {
-	s.next = l.head
-	if l.head != nil {
-		l.head.prev = s
-	} else {
-		l.tail = s
-	}
-	l.head = s
 }
 
 // Prepared returns the server's statement id on c for the statement the
@@ -74,10 +45,7 @@ func (c *Conn) Prepared(key uint64) (id uint32, ok bool) {
 	if s == nil {
 		return 0, false
 	}
-	if c.stmts.head != s {
-		c.stmts.unlink(s)
-		c.stmts.pushFront(s)
-	}
+	c.stmts.lru.MoveToFront(&s.links)
 	return s.id, true
 }
 
@@ -89,7 +57,7 @@ func (c *Conn) Prepared(key uint64) (id uint32, ok bool) {
 func (c *Conn) Prepare(ctx context.Context, key uint64, sql []byte, keepDefs bool) (mysqlwire.StmtPrepareOK, [][]byte, error) {
 	defer c.withDeadline(ctx)()
 	c.StartCommand()
-	cmd := [1]byte{comStmtPrepare}
+	cmd := [1]byte{mysqlwire.ComStmtPrepare}
 	if err := c.w.WritePacketParts(cmd[:], sql, nil); err != nil {
 		c.broken = true
 		return mysqlwire.StmtPrepareOK{}, nil, fmt.Errorf("%w: %w", ErrBroken, err)
@@ -104,12 +72,12 @@ func (c *Conn) Prepare(ctx context.Context, key uint64, sql []byte, keepDefs boo
 	}
 	if mysqlwire.IsERR(p) {
 		e := mysqlwire.ParseERR(p)
-		if e.Code == erMaxPreparedStmtCount && c.stmts.tail != nil {
+		if e.Code == erMaxPreparedStmtCount && c.stmts.lru.Len() > 0 {
 			// The server's max_prepared_stmt_count is reached, maybe by
 			// statements only tpproxy's cache holds: close them all and
 			// try once more (the list is empty then, so no loop).
-			for c.stmts.tail != nil {
-				c.dropPrepared(c.stmts.tail)
+			for c.stmts.lru.Len() > 0 {
+				c.dropPrepared(c.stmts.lru.Back())
 				c.p.stats.evictions.Add(1)
 			}
 			return c.Prepare(ctx, key, sql, keepDefs)
@@ -156,19 +124,19 @@ func (c *Conn) addPrepared(key uint64, id uint32) {
 		// Prepared again (after a re-prepare): the old id is closed.
 		c.dropPrepared(old)
 	}
-	for limit := c.p.preparedLimit(); limit > 0 && len(l.byKey) >= limit && l.tail != nil; {
-		c.dropPrepared(l.tail)
+	for limit := c.p.preparedLimit(); limit > 0 && len(l.byKey) >= limit && l.lru.Len() > 0; {
+		c.dropPrepared(l.lru.Back())
 		c.p.stats.evictions.Add(1)
 	}
 	s := &prepared{key: key, id: id}
 	l.byKey[key] = s
-	l.pushFront(s)
+	l.lru.PushFront(s, &s.links)
 	c.p.stats.preparedOpen.Add(1)
 }
 
 // dropPrepared forgets s and closes it on the server before c's next command.
 func (c *Conn) dropPrepared(s *prepared) {
-	c.stmts.unlink(s)
+	c.stmts.lru.Remove(&s.links)
 	delete(c.stmts.byKey, s.key)
 	c.stmts.closing = append(c.stmts.closing, s.id)
 }
@@ -190,7 +158,7 @@ func (c *Conn) DetachPrepared(key uint64) (id uint32, ok bool) {
 	if s == nil {
 		return 0, false
 	}
-	c.stmts.unlink(s)
+	c.stmts.lru.Remove(&s.links)
 	delete(c.stmts.byKey, key)
 	c.stmts.detached++
 	return s.id, true
@@ -211,7 +179,7 @@ func (c *Conn) writeCloses() {
 	for _, id := range c.stmts.closing {
 		c.w.SetSeq(0)
 		c.w.Begin()
-		c.w.AppendByte(comStmtClose)
+		c.w.AppendByte(mysqlwire.ComStmtClose)
 		c.w.AppendUint32(id)
 		_ = c.w.End() // five bytes always fit
 		c.p.stats.preparedOpen.Add(-1)
@@ -228,7 +196,7 @@ func (c *Conn) clearPrepared() {
 	}
 	c.p.stats.preparedOpen.Add(-int64(n))
 	clear(c.stmts.byKey)
-	c.stmts.head, c.stmts.tail = nil, nil
+	c.stmts.lru.Clear()
 	c.stmts.closing = c.stmts.closing[:0]
 	c.stmts.detached = 0
 }

@@ -93,7 +93,7 @@ func (p *Pool) Stats() Stats {
 		Open:    p.open,
 		Idle:    len(p.idle),
 		Dialing: p.dialing,
-		Waiting: p.waiters.n,
+		Waiting: p.waiters.Len(),
 	}
 	p.mu.Unlock()
 	s.InUse = s.Open - s.Idle - s.Dialing

@@ -8,28 +8,29 @@ import (
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
-// Capability flags (protocol names) the front end deals with.
+// Capability flags the front end deals with, under the package's short
+// names for mysqlwire's.
 const (
-	capLongPassword     uint32 = 0x00000001
-	capFoundRows        uint32 = 0x00000002
-	capLongFlag         uint32 = 0x00000004
-	capConnectWithDB    uint32 = 0x00000008
-	capLocalFiles       uint32 = 0x00000080
-	capIgnoreSpace      uint32 = 0x00000100
-	capProtocol41       uint32 = 0x00000200
-	capInteractive      uint32 = 0x00000400
-	capSSL              uint32 = 0x00000800
-	capTransactions     uint32 = 0x00002000
-	capSecureConnection uint32 = 0x00008000
-	capMultiStatements  uint32 = 0x00010000
-	capMultiResults     uint32 = 0x00020000
-	capPSMultiResults   uint32 = 0x00040000
-	capPluginAuth       uint32 = 0x00080000
-	capConnectAttrs     uint32 = 0x00100000
-	capPluginAuthLenenc uint32 = 0x00200000
-	capSessionTrack     uint32 = 0x00800000
-	capCompress         uint32 = 0x00000020
-	capZstd             uint32 = 0x04000000
+	capLongPassword     = mysqlwire.ClientLongPassword
+	capFoundRows        = mysqlwire.ClientFoundRows
+	capLongFlag         = mysqlwire.ClientLongFlag
+	capConnectWithDB    = mysqlwire.ClientConnectWithDB
+	capLocalFiles       = mysqlwire.ClientLocalFiles
+	capIgnoreSpace      = mysqlwire.ClientIgnoreSpace
+	capProtocol41       = mysqlwire.ClientProtocol41
+	capInteractive      = mysqlwire.ClientInteractive
+	capSSL              = mysqlwire.ClientSSL
+	capTransactions     = mysqlwire.ClientTransactions
+	capSecureConnection = mysqlwire.ClientSecureConnection
+	capMultiStatements  = mysqlwire.ClientMultiStatements
+	capMultiResults     = mysqlwire.ClientMultiResults
+	capPSMultiResults   = mysqlwire.ClientPSMultiResults
+	capPluginAuth       = mysqlwire.ClientPluginAuth
+	capConnectAttrs     = mysqlwire.ClientConnectAttrs
+	capPluginAuthLenenc = mysqlwire.ClientPluginAuthLenenc
+	capSessionTrack     = mysqlwire.ClientSessionTrack
+	capCompress         = mysqlwire.ClientCompress
+	capZstd             = mysqlwire.ClientZstdCompressionAlgorithm
 )
 
 // errBadHandshake is wrapped by parse errors of handshake-phase packets.

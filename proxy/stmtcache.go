@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tpproxy/tpproxy/internal/ilist"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
@@ -54,8 +55,8 @@ type cachedStmt struct {
 	verifiedGen atomic.Uint64
 
 	// Guarded by stmtCache.mu.
-	refs       int // client statements using it
-	prev, next *cachedStmt
+	refs  int                     // client statements using it
+	links ilist.Links[cachedStmt] // in stmtCache.unused while refs is 0
 }
 
 // stmtMeta is a statement's metadata as of one COM_STMT_PREPARE response.
@@ -94,9 +95,8 @@ type stmtCache struct {
 	bySQL map[string][]*cachedStmt
 	n     int
 	// unused entries, most recently released first.
-	head, tail *cachedStmt
-	unused     int
-	maxUnused  int
+	unused    ilist.List[cachedStmt]
+	maxUnused int
 }
 
 func newStmtCache(maxUnused int) *stmtCache {
@@ -137,8 +137,7 @@ func (sc *stmtCache) insert(e *cachedStmt) *cachedStmt {
 // ref takes a reference; mu is held.
 func (sc *stmtCache) ref(e *cachedStmt) {
 	if e.refs == 0 {
-		sc.unlink(e)
-		sc.unused--
+		sc.unused.Remove(&e.links)
 	}
 	e.refs++
 }
@@ -154,34 +153,10 @@ func (sc *stmtCache) release(e *cachedStmt) {
 	if e.refs--; e.refs > 0 {
 		return
 	}
-	e.next = sc.head
-	if sc.head != nil {
-		sc.head.prev = e
-	} else {
-		sc.tail = e
+	sc.unused.PushFront(e, &e.links)
+	for sc.unused.Len() > sc.maxUnused {
+		sc.remove(sc.unused.PopBack())
 	}
-	sc.head = e
-	sc.unused++
-	for sc.unused > sc.maxUnused {
-		old := sc.tail
-		sc.unlink(old)
-		sc.unused--
-		sc.remove(old)
-	}
-}
-
-func (sc *stmtCache) unlink(e *cachedStmt) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		sc.head = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		sc.tail = e.prev
-	}
-	e.prev, e.next = nil, nil
 }
 
 func (sc *stmtCache) remove(e *cachedStmt) {

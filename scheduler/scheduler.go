@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/histogram"
+	"github.com/tpproxy/tpproxy/internal/ilist"
 )
 
 // ErrQueueTimeout is returned by Admit when a statement waited longer than
@@ -51,11 +52,9 @@ type Task struct {
 	granted  bool // admitted by another goroutine while queued
 	high     bool // queued in the high-priority queue
 	tickets  uint32
-	ticketed bool      // tickets were handed out
-	since    time.Time // queued or started at
-	in       *taskList // the queue or running list t is in, if any
-	prev     *Task
-	next     *Task
+	ticketed bool              // tickets were handed out
+	since    time.Time         // queued or started at
+	links    ilist.Links[Task] // in the queue or running list t is in, if any
 	ch       chan struct{}
 	timer    *time.Timer // queue timeout, reused
 	// waited is how long the last admitted statement queued.
@@ -68,38 +67,14 @@ type Task struct {
 // between Admit and the next Admit.
 func (t *Task) QueueWait() (waited time.Duration, high bool) { return t.waited, t.high }
 
-// taskList is an intrusive FIFO of tasks.
-type taskList struct {
-	head, tail *Task
-	n          int
-}
+// taskList is a FIFO of tasks (a queue or a running list), linked through
+// Task.links: a task is in one at most.
+type taskList struct{ ilist.List[Task] }
 
-func (l *taskList) push(t *Task) {
-	t.in = l
-	t.prev, t.next = l.tail, nil
-	if l.tail != nil {
-		l.tail.next = t
-	} else {
-		l.head = t
-	}
-	l.tail = t
-	l.n++
-}
+func (l *taskList) push(t *Task) { l.PushBack(t, &t.links) }
 
-func (l *taskList) remove(t *Task) {
-	if t.prev != nil {
-		t.prev.next = t.next
-	} else {
-		l.head = t.next
-	}
-	if t.next != nil {
-		t.next.prev = t.prev
-	} else {
-		l.tail = t.prev
-	}
-	t.prev, t.next, t.in = nil, nil, nil
-	l.n--
-}
+// remove takes t, which is in l or in no list, out of l.
+func (l *taskList) remove(t *Task) { l.Remove(&t.links) }
 
 // group is one thread group.
 type group struct {
@@ -247,7 +222,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		s.observeWait(t, 0)
 		return nil
 	}
-	if g.high.n == 0 && (t.high || g.low.n == 0) && s.room(g) {
+	if g.high.Len() == 0 && (t.high || g.low.Len() == 0) && s.room(g) {
 		s.admit(g, t, s.cfg.Now())
 		s.mu.Unlock()
 		s.admitted.Add(1)
@@ -397,21 +372,28 @@ func (s *Scheduler) grant(g *group, t *Task, now time.Time) {
 	t.ch <- struct{}{}
 }
 
-// next returns the queued task to admit next in g, after moving
-// low-priority tasks that waited past prio_kickup_timer to the high queue;
-// mu is held.
-func (s *Scheduler) next(g *group, now time.Time) *Task {
-	s.kickUp(g, now)
-	if g.high.head != nil {
-		return g.high.head
+// next returns the queued task to admit next in g, the first of the high
+// queue or else of the low one; mu is held.
+func (g *group) next() *Task {
+	// Len first: the queues are mostly empty, which Len tells with one
+	// load (Front loads the element too).
+	switch {
+	case g.high.Len() > 0:
+		return g.high.Front()
+	case g.low.Len() > 0:
+		return g.low.Front()
 	}
-	return g.low.head
+	return nil
 }
 
 // kickUp moves low-priority tasks queued longer than prio_kickup_timer to
 // the high-priority queue; mu is held.
 func (s *Scheduler) kickUp(g *group, now time.Time) {
-	for t := g.low.head; t != nil && now.Sub(t.since) >= s.cfg.PrioKickupTimer; t = g.low.head {
+	for g.low.Len() > 0 {
+		t := g.low.Front()
+		if now.Sub(t.since) < s.cfg.PrioKickupTimer {
+			return
+		}
 		g.low.remove(t)
 		t.high = true
 		g.high.push(t)
@@ -419,10 +401,15 @@ func (s *Scheduler) kickUp(g *group, now time.Time) {
 	}
 }
 
-// dispatch admits queued tasks of g while it has room; mu is held.
+// dispatch admits queued tasks of g while it has room, each after moving
+// low-priority tasks that waited past prio_kickup_timer to the high queue;
+// mu is held.
 func (s *Scheduler) dispatch(g *group, now time.Time) {
 	for s.room(g) {
-		t := s.next(g, now)
+		if g.low.Len() > 0 {
+			s.kickUp(g, now)
+		}
+		t := g.next()
 		if t == nil {
 			return
 		}
@@ -447,9 +434,7 @@ func (s *Scheduler) uncount(t *Task) {
 	t.counted = false
 	t.g.active--
 	s.active--
-	if t.in == &t.g.running {
-		t.g.running.remove(t)
-	}
+	t.g.running.remove(t) // admitted: in it (enterprise) or in no list
 }
 
 // Release ends t's admission and admits who may go next.
@@ -530,7 +515,7 @@ func (s *Scheduler) Tick() {
 	now := s.cfg.Now()
 	for _, g := range s.groups {
 		s.kickUp(g, now)
-		queued := g.high.n + g.low.n
+		queued := g.high.Len() + g.low.Len()
 		switch s.cfg.Algorithm {
 		case Generic:
 			if queued > 0 && !g.admittedSinceTick {
@@ -548,15 +533,13 @@ func (s *Scheduler) Tick() {
 			}
 			s.giveBack(g, now)
 		case Enterprise:
-			for t := g.running.head; t != nil; {
-				nt := t.next
+			for t := range g.running.All() {
 				if now.Sub(t.since) >= s.cfg.StallLimit {
 					s.uncount(t)
 					t.stalled = true
 					g.stalled++
 					g.stats.Stalls++
 				}
-				t = nt
 			}
 		}
 		s.dispatch(g, now)
@@ -567,7 +550,7 @@ func (s *Scheduler) Tick() {
 // firstPinned is the first queued task whose session holds a backend.
 func firstPinned(g *group) *Task {
 	for _, l := range []*taskList{&g.high, &g.low} {
-		for t := l.head; t != nil; t = t.next {
+		for t := range l.All() {
 			if t.Pinned {
 				return t
 			}
@@ -583,7 +566,7 @@ func (s *Scheduler) giveBack(g *group, now time.Time) {
 		g.idleSince = time.Time{}
 		return
 	}
-	if g.high.n+g.low.n > 0 || g.active >= 1+s.cfg.Oversubscribe+g.extra {
+	if g.high.Len()+g.low.Len() > 0 || g.active >= 1+s.cfg.Oversubscribe+g.extra {
 		g.idleSince = time.Time{} // the extra capacity is in use
 		return
 	}
@@ -659,8 +642,7 @@ func (s *Scheduler) resize(n int) {
 			if prio {
 				l = &g.high
 			}
-			for t := l.head; t != nil; t = l.head {
-				l.remove(t)
+			for t := l.PopFront(); t != nil; t = l.PopFront() {
 				all = append(all, t)
 			}
 		}

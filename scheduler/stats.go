@@ -41,12 +41,12 @@ func (s *Scheduler) Groups() []GroupInfo {
 	out := make([]GroupInfo, len(s.groups))
 	for i, g := range s.groups {
 		gi := GroupInfo{ID: g.id, Active: g.active, Waiting: g.waiting, Stalled: g.stalled, Pinned: g.pinned,
-			Capacity: s.capacity(g), Extra: g.extra, QueuedHigh: g.high.n, QueuedLow: g.low.n, Stats: g.stats}
-		if g.high.head != nil {
-			gi.OldestHigh = now.Sub(g.high.head.since)
+			Capacity: s.capacity(g), Extra: g.extra, QueuedHigh: g.high.Len(), QueuedLow: g.low.Len(), Stats: g.stats}
+		if t := g.high.Front(); t != nil {
+			gi.OldestHigh = now.Sub(t.since)
 		}
-		if g.low.head != nil {
-			gi.OldestLow = now.Sub(g.low.head.since)
+		if t := g.low.Front(); t != nil {
+			gi.OldestLow = now.Sub(t.since)
 		}
 		out[i] = gi
 	}
@@ -93,7 +93,7 @@ func (s *Scheduler) Stats() Stats {
 	for _, g := range s.groups {
 		st.Waiting += g.waiting
 		st.Pinned += g.pinned
-		st.Queued += g.high.n + g.low.n
+		st.Queued += g.high.Len() + g.low.Len()
 		st.Stalls += g.stats.Stalls
 		st.KickUps += g.stats.KickUps
 	}
@@ -137,7 +137,7 @@ func (s *Scheduler) Queues() []QueuedStatement {
 	for _, g := range s.groups {
 		for _, l := range []*taskList{&g.high, &g.low} {
 			pos := 0
-			for t := l.head; t != nil; t = t.next {
+			for t := range l.All() {
 				out = append(out, QueuedStatement{Group: g.id, Position: pos, High: l == &g.high,
 					ConnID: t.ConnID, Waited: now.Sub(t.since)})
 				pos++

@@ -17,16 +17,8 @@ const (
 	pluginClearText = "mysql_clear_password"
 )
 
-// caching_sha2_password exchange bytes (after the 0x01 "more data" header,
-// and the client's request for the server's key).
-const (
-	sha2FastAuthOK      = 0x03
-	sha2FullAuth        = 0x04
-	sha2RequestPubKey   = 0x02
-	authMoreDataHeader  = 0x01
-	authSwitchHeader    = 0xfe
-	nativeScrambleBytes = 20
-)
+// nativeScrambleBytes is the length of a mysql_native_password scramble.
+const nativeScrambleBytes = 20
 
 // scrambleNative is mysql_native_password's answer to the salt:
 // SHA1(password) XOR SHA1(salt + SHA1(SHA1(password))). An empty password

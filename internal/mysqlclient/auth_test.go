@@ -203,7 +203,7 @@ func TestLoginFailures(t *testing.T) {
 	t.Run("TLS preferred, not offered", func(t *testing.T) {
 		addr := startFake(t, "tcp", func(f *fakeConn) {
 			f.greet("mysql_native_password", fakeCaps)
-			if l := f.readLogin(); l.caps&capSSL != 0 {
+			if l := f.readLogin(); l.caps&mysqlwire.ClientSSL != 0 {
 				f.t.Error("client asks for SSL in the clear")
 			}
 			f.send(okPacket)

@@ -39,16 +39,6 @@ const (
 // does not drain its socket must not hold up Close.
 const closeWriteTimeout = time.Second
 
-// Command bytes.
-const (
-	comQuit        = 0x01
-	comQuery       = 0x03
-	comPing        = 0x0e
-	comStmtPrepare = 0x16
-	comStmtExecute = 0x17
-	comStmtClose   = 0x19
-)
-
 // Errors kept by a broken connection whose cause no I/O reported.
 var (
 	errClosed      = fmt.Errorf("%w: %w", ErrBroken, ErrClosed)
@@ -169,7 +159,7 @@ func (c *Conn) Close() error {
 		_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
 		c.w.SetSeq(0)
 		c.w.Begin()
-		c.w.AppendByte(comQuit)
+		c.w.AppendByte(mysqlwire.ComQuit)
 		if c.w.End() == nil {
 			_ = c.w.Flush()
 		}

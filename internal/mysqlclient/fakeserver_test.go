@@ -23,19 +23,9 @@ import (
 // with t.Errorf.
 
 const (
-	capLongPassword     uint32 = 0x00000001
-	capConnectWithDB    uint32 = 0x00000008
-	capProtocol41       uint32 = 0x00000200
-	capSSL              uint32 = 0x00000800
-	capTransactions     uint32 = 0x00002000
-	capSecureConnection uint32 = 0x00008000
-	capMultiResults     uint32 = 0x00020000
-	capPSMultiResults   uint32 = 0x00040000
-	capPluginAuth       uint32 = 0x00080000
-	capPluginAuthLenenc uint32 = 0x00200000
-
-	fakeCaps = capLongPassword | capConnectWithDB | capProtocol41 | capTransactions | capSecureConnection |
-		capMultiResults | capPSMultiResults | capPluginAuth | capPluginAuthLenenc
+	fakeCaps = mysqlwire.ClientLongPassword | mysqlwire.ClientConnectWithDB | mysqlwire.ClientProtocol41 |
+		mysqlwire.ClientTransactions | mysqlwire.ClientSecureConnection | mysqlwire.ClientMultiResults |
+		mysqlwire.ClientPSMultiResults | mysqlwire.ClientPluginAuth | mysqlwire.ClientPluginAuthLenenc
 )
 
 // fakeSalt is the 20-byte scramble of the fake greeting.
@@ -191,7 +181,7 @@ func (f *fakeConn) readLogin() login {
 		return l
 	}
 	l.auth, p = auth, p[n:]
-	if l.caps&capConnectWithDB != 0 {
+	if l.caps&mysqlwire.ClientConnectWithDB != 0 {
 		db, rest, _ := mysqlwire.NullTerminated(p)
 		l.db, p = string(db), rest
 	}
@@ -205,13 +195,13 @@ func (f *fakeConn) readLogin() login {
 func (f *fakeConn) serveQueries() {
 	for {
 		p := f.command()
-		if len(p) == 0 || p[0] == 0x01 {
+		if len(p) == 0 || p[0] == mysqlwire.ComQuit {
 			return
 		}
 		switch p[0] {
-		case 0x0e:
+		case mysqlwire.ComPing:
 			f.send(okPacket)
-		case 0x03:
+		case mysqlwire.ComQuery:
 			f.send([]byte{1})
 			f.send([]byte{3, 'd', 'e', 'f', 0, 0, 0, 1, '1', 0, 0x0c, 63, 0, 1, 0, 0, 0, 8, 0x81, 0, 0, 0, 0})
 			f.send([]byte{0xfe, 0, 0, 2, 0})

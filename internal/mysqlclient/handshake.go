@@ -11,36 +11,11 @@ import (
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
-// Capability flags.
-const (
-	// capLongPassword is CLIENT_LONG_PASSWORD to MySQL, which ignores it,
-	// and CLIENT_MYSQL to MariaDB: a client that leaves it out may ask for
-	// MariaDB's extended capabilities.
-	capLongPassword     uint32 = 0x00000001
-	capFoundRows        uint32 = 0x00000002
-	capConnectWithDB    uint32 = 0x00000008
-	capProtocol41       uint32 = 0x00000200
-	capSSL              uint32 = 0x00000800
-	capTransactions     uint32 = 0x00002000
-	capSecureConnection uint32 = 0x00008000
-	capMultiStatements  uint32 = 0x00010000
-	capMultiResults     uint32 = 0x00020000
-	capPSMultiResults   uint32 = 0x00040000
-	capPluginAuth       uint32 = 0x00080000
-	capPluginAuthLenenc uint32 = 0x00200000
-)
-
-// extCacheMetadata is MariaDB's MARIADB_CLIENT_CACHE_METADATA (extended
-// capability bit 4): the server leaves out the column definitions of a
-// prepared statement's result when they have not changed since the last
-// execution, which saves it work on every COM_STMT_EXECUTE. libmariadb
-// asks for it, so sysbench gets it too.
-const extCacheMetadata uint32 = 1 << 4
-
 // baseCaps are always asked for. CLIENT_DEPRECATE_EOF is not: result sets
 // keep their EOF packets, one format fewer to get right.
-const baseCaps = capLongPassword | capProtocol41 | capTransactions | capSecureConnection |
-	capMultiResults | capPSMultiResults | capPluginAuth | capPluginAuthLenenc
+const baseCaps = mysqlwire.ClientLongPassword | mysqlwire.ClientProtocol41 | mysqlwire.ClientTransactions |
+	mysqlwire.ClientSecureConnection | mysqlwire.ClientMultiResults | mysqlwire.ClientPSMultiResults |
+	mysqlwire.ClientPluginAuth | mysqlwire.ClientPluginAuthLenenc
 
 // greeting is what the client needs of the server's initial handshake.
 type greeting struct {
@@ -73,12 +48,12 @@ func parseGreeting(p []byte) (greeting, error) {
 	}
 	g.caps |= uint32(binary.LittleEndian.Uint16(p[3:])) << 16
 	authLen := int(p[5])
-	if g.caps&capLongPassword == 0 {
+	if g.caps&mysqlwire.ClientLongPassword == 0 {
 		// MariaDB: the last 4 reserved bytes are extended capabilities.
 		g.ext = binary.LittleEndian.Uint32(p[12:])
 	}
 	p = p[16:]
-	if g.caps&capSecureConnection != 0 {
+	if g.caps&mysqlwire.ClientSecureConnection != 0 {
 		// The second part of the salt is max(13, authLen-8) bytes, the
 		// last of which is a NUL that is not part of the salt.
 		n := max(13, authLen-8)
@@ -88,7 +63,7 @@ func parseGreeting(p []byte) (greeting, error) {
 		g.salt = append(g.salt, p[:n-1]...)
 		p = p[n:]
 	}
-	if g.caps&capPluginAuth != 0 {
+	if g.caps&mysqlwire.ClientPluginAuth != 0 {
 		// Some servers leave out the terminating NUL.
 		if i := bytes.IndexByte(p, 0); i >= 0 {
 			p = p[:i]
@@ -114,35 +89,38 @@ func (c *Conn) handshake(ctx context.Context, cfg *Config) error {
 		return c.fail(err)
 	}
 	c.connID, c.version = g.connID, g.version
-	if g.caps&capProtocol41 == 0 || g.caps&capSecureConnection == 0 {
+	if g.caps&mysqlwire.ClientProtocol41 == 0 || g.caps&mysqlwire.ClientSecureConnection == 0 {
 		return c.fail(fmt.Errorf("%w: server %s lacks protocol 4.1 authentication", ErrProtocol, g.version))
 	}
 	caps := baseCaps
 	if cfg.DBName != "" {
-		caps |= capConnectWithDB
+		caps |= mysqlwire.ClientConnectWithDB
 	}
 	if cfg.MultiStatements {
-		caps |= capMultiStatements
+		caps |= mysqlwire.ClientMultiStatements
 	}
 	if cfg.ClientFoundRows {
-		caps |= capFoundRows
+		caps |= mysqlwire.ClientFoundRows
 	}
 	caps &= g.caps
 	var ext uint32
-	if g.ext&extCacheMetadata != 0 {
-		ext = extCacheMetadata
-		caps &^= capLongPassword
+	// MariaDB's cache metadata saves the server work on every
+	// COM_STMT_EXECUTE; libmariadb asks for it, so sysbench gets it too. It
+	// is asked for with CLIENT_MYSQL (long password) clear.
+	if g.ext&mysqlwire.MariaDBClientCacheMetadata != 0 {
+		ext = mysqlwire.MariaDBClientCacheMetadata
+		caps &^= mysqlwire.ClientLongPassword
 		c.cacheMeta = true
 	}
 	collation := collationIDs[cfg.Collation]
 
 	if cfg.TLS != nil {
 		switch {
-		case g.caps&capSSL != 0:
-			if err := c.startTLS(ctx, cfg.TLS, caps|capSSL, ext, collation); err != nil {
+		case g.caps&mysqlwire.ClientSSL != 0:
+			if err := c.startTLS(ctx, cfg.TLS, caps|mysqlwire.ClientSSL, ext, collation); err != nil {
 				return err
 			}
-			caps |= capSSL
+			caps |= mysqlwire.ClientSSL
 		case !cfg.AllowFallbackToPlaintext:
 			return c.fail(ErrNoTLS)
 		}
@@ -159,7 +137,7 @@ func (c *Conn) handshake(ctx context.Context, cfg *Config) error {
 	b := handshakeHead(make([]byte, 0, 64+len(cfg.User)+len(auth)+len(cfg.DBName)+len(plugin)), caps, ext, collation)
 	b = append(b, cfg.User...)
 	b = append(b, 0)
-	if caps&capPluginAuthLenenc != 0 {
+	if caps&mysqlwire.ClientPluginAuthLenenc != 0 {
 		b = mysqlwire.AppendLenEncInt(b, uint64(len(auth)))
 	} else {
 		if len(auth) > 255 {
@@ -168,11 +146,11 @@ func (c *Conn) handshake(ctx context.Context, cfg *Config) error {
 		b = append(b, byte(len(auth)))
 	}
 	b = append(b, auth...)
-	if caps&capConnectWithDB != 0 {
+	if caps&mysqlwire.ClientConnectWithDB != 0 {
 		b = append(b, cfg.DBName...)
 		b = append(b, 0)
 	}
-	if caps&capPluginAuth != 0 {
+	if caps&mysqlwire.ClientPluginAuth != 0 {
 		b = append(b, plugin...)
 		b = append(b, 0)
 	}
@@ -237,7 +215,7 @@ func (c *Conn) authLoop(plugin string, salt []byte, cfg *Config) error {
 			// The server closes the connection after a refused login.
 			c.broken.Store(true)
 			return mysqlwire.ParseERR(p)
-		case authSwitchHeader:
+		case mysqlwire.AuthSwitchHeader:
 			if switched {
 				return c.protocolError("second auth switch", p)
 			}
@@ -261,14 +239,14 @@ func (c *Conn) authLoop(plugin string, salt []byte, cfg *Config) error {
 			if err := c.writeAuthPacket(auth); err != nil {
 				return err
 			}
-		case authMoreDataHeader:
+		case mysqlwire.AuthMoreDataHeader:
 			if plugin != pluginSHA2 || len(p) != 2 {
 				return c.protocolError("unexpected auth data", p)
 			}
 			switch p[1] {
-			case sha2FastAuthOK:
+			case mysqlwire.SHA2FastAuthOK:
 				// The OK packet follows.
-			case sha2FullAuth:
+			case mysqlwire.SHA2PerformFullAuth:
 				if err := c.sha2FullAuth(salt, cfg.Passwd); err != nil {
 					return err
 				}
@@ -288,14 +266,14 @@ func (c *Conn) sha2FullAuth(salt []byte, password string) error {
 	if c.secure {
 		return c.writeAuthPacket(append([]byte(password), 0))
 	}
-	if err := c.writeAuthPacket([]byte{sha2RequestPubKey}); err != nil {
+	if err := c.writeAuthPacket([]byte{mysqlwire.SHA2RequestPublicKey}); err != nil {
 		return err
 	}
 	k, err := c.readPacket()
 	if err != nil {
 		return err
 	}
-	if k[0] != authMoreDataHeader {
+	if k[0] != mysqlwire.AuthMoreDataHeader {
 		if k[0] == mysqlwire.ERRHeader {
 			c.broken.Store(true)
 			return mysqlwire.ParseERR(k)

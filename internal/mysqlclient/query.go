@@ -21,7 +21,7 @@ func (c *Conn) Exec(query []byte) (rows int, err error) {
 	if c.broken.Load() {
 		return 0, c.brokenErr()
 	}
-	if err := c.writeCommand(comQuery, query); err != nil {
+	if err := c.writeCommand(mysqlwire.ComQuery, query); err != nil {
 		return 0, err
 	}
 	return c.readResult()
@@ -32,7 +32,7 @@ func (c *Conn) ExecString(query string) (rows int, err error) {
 	if c.broken.Load() {
 		return 0, c.brokenErr()
 	}
-	if err := c.writeCommandString(comQuery, query); err != nil {
+	if err := c.writeCommandString(mysqlwire.ComQuery, query); err != nil {
 		return 0, err
 	}
 	return c.readResult()
@@ -43,7 +43,7 @@ func (c *Conn) Ping() error {
 	if c.broken.Load() {
 		return c.brokenErr()
 	}
-	if err := c.writeCommandString(comPing, ""); err != nil {
+	if err := c.writeCommandString(mysqlwire.ComPing, ""); err != nil {
 		return err
 	}
 	p, err := c.readPacket()

@@ -10,6 +10,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"testing"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
 // Vectors from go-sql-driver/mysql v1.10.1 auth_test.go.
@@ -92,7 +94,7 @@ func TestParseGreeting(t *testing.T) {
 		t.Fatal(err)
 	}
 	if g.version != "10.11.14-MariaDB" || g.connID != 42 || string(g.salt) != "ABCDEFGHIJKLMNOPQRST" ||
-		g.plugin != pluginNative || g.caps&capProtocol41 == 0 || g.caps&capPluginAuth == 0 || g.ext != 0x1d {
+		g.plugin != pluginNative || g.caps&mysqlwire.ClientProtocol41 == 0 || g.caps&mysqlwire.ClientPluginAuth == 0 || g.ext != 0x1d {
 		t.Errorf("parsed %+v", g)
 	}
 	for i := range p {

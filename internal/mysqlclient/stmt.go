@@ -73,7 +73,7 @@ func (c *Conn) Prepare(query string) (*Stmt, error) {
 	if c.broken.Load() {
 		return nil, c.brokenErr()
 	}
-	if err := c.writeCommandString(comStmtPrepare, query); err != nil {
+	if err := c.writeCommandString(mysqlwire.ComStmtPrepare, query); err != nil {
 		return nil, err
 	}
 	p, err := c.readPacket()
@@ -137,7 +137,7 @@ func (c *Conn) Execute(s *Stmt, args ...Arg) (rows int, err error) {
 
 // appendExecute appends a COM_STMT_EXECUTE payload to b.
 func appendExecute(b []byte, s *Stmt, args []Arg) ([]byte, error) {
-	b = append(b, comStmtExecute)
+	b = append(b, mysqlwire.ComStmtExecute)
 	b = binary.LittleEndian.AppendUint32(b, s.ID)
 	b = append(b, 0)          // flags: no cursor
 	b = append(b, 1, 0, 0, 0) // iteration count
@@ -194,7 +194,7 @@ func (c *Conn) CloseStmt(s *Stmt) error {
 	}
 	c.w.SetSeq(0)
 	c.w.Begin()
-	c.w.AppendByte(comStmtClose)
+	c.w.AppendByte(mysqlwire.ComStmtClose)
 	c.w.AppendUint32(s.ID)
 	_ = c.w.End() // fails only at 16 MiB
 	if err := c.w.Flush(); err != nil {

@@ -18,17 +18,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Capability flags that turn on the compressed protocol once the handshake
-// has finished.
-const (
-	// ClientCompress is CLIENT_COMPRESS: zlib.
-	ClientCompress = 1 << 5
-	// ClientZstdCompressionAlgorithm is CLIENT_ZSTD_COMPRESSION_ALGORITHM
-	// (MySQL 8.0.18+): zstd, with a level byte at the end of the
-	// handshake response.
-	ClientZstdCompressionAlgorithm = 1 << 26
-)
-
 const (
 	// CompressHeaderSize is the size of a compressed packet header: 3 bytes
 	// compressed length, 1 byte compressed sequence id, 3 bytes length

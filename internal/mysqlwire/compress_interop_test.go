@@ -66,8 +66,9 @@ func compressedFrames(s []byte) int {
 	return n
 }
 
-const czServerCaps = 1 | 4 | 8 | 1<<9 | 1<<13 | 1<<15 | 1<<17 | 1<<19 | 1<<20 | 1<<21 |
-	ClientCompress | ClientZstdCompressionAlgorithm
+const czServerCaps = ClientLongPassword | ClientLongFlag | ClientConnectWithDB | ClientProtocol41 |
+	ClientTransactions | ClientSecureConnection | ClientMultiResults | ClientPluginAuth |
+	ClientConnectAttrs | ClientPluginAuthLenenc | ClientCompress | ClientZstdCompressionAlgorithm
 
 func czStartServer(t *testing.T) *czServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -198,7 +199,7 @@ func (s *czServer) serve(nc net.Conn) error {
 		switch pkt[0] {
 		case 0x01: // COM_QUIT
 			return nil
-		case 0x03: // COM_QUERY
+		case ComQuery:
 			err = s.query(w, string(pkt[1:]))
 		case 0x02, 0x0e, 0x1f: // COM_INIT_DB, COM_PING, COM_RESET_CONNECTION
 			err = w.WriteOK(0, 0, StatusAutocommit, 0, nil)

@@ -485,7 +485,7 @@ const (
 // TestCompressLibmysqlFrames checks frames byte for byte against what
 // libmysql writes, and reads frames made by the C libraries.
 func TestCompressLibmysqlFrames(t *testing.T) {
-	query := packet(0, append([]byte{0x03}, czLibQuery...))
+	query := packet(0, append([]byte{ComQuery}, czLibQuery...))
 	for _, algo := range czAlgos {
 		// COM_PING: 5 bytes, under MIN_COMPRESS_LENGTH: sent as is.
 		nc := &czConn{}
@@ -914,7 +914,7 @@ func FuzzCompressRead(f *testing.F) {
 func czBenchPayload(n int) []byte {
 	if n == 60 {
 		q := "SELECT pad FROM sbtest1 WHERE id=5012 AND k < 9 LIMIT 1"
-		return packet(0, append([]byte{0x03}, q...))
+		return packet(0, append([]byte{ComQuery}, q...))
 	}
 	return czRows(n)
 }

@@ -137,7 +137,7 @@ func (s *clientConn) startTLS(cfg *tls.Config) error {
 // writeMoreData sends an AuthMoreData packet.
 func (s *clientConn) writeMoreData(data []byte) error {
 	s.w.Begin()
-	s.w.AppendByte(0x01)
+	s.w.AppendByte(mysqlwire.AuthMoreDataHeader)
 	s.w.AppendBytes(data)
 	if err := s.w.End(); err != nil {
 		return err
@@ -150,7 +150,7 @@ func (s *clientConn) writeMoreData(data []byte) error {
 // answer.
 func (s *clientConn) authSwitch(plugin string) ([]byte, error) {
 	s.w.Begin()
-	s.w.AppendByte(0xfe)
+	s.w.AppendByte(mysqlwire.AuthSwitchHeader)
 	s.w.AppendString(plugin)
 	s.w.AppendByte(0)
 	s.w.AppendBytes(s.salt[:])

@@ -10,41 +10,41 @@ import (
 	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
-// Command bytes.
+// Command bytes, by the names the front end uses (mysqlwire defines them).
 const (
-	comSleep            = 0x00
-	comQuit             = 0x01
-	comInitDB           = 0x02
-	comQuery            = 0x03
-	comFieldList        = 0x04
-	comCreateDB         = 0x05
-	comDropDB           = 0x06
-	comRefresh          = 0x07
-	comShutdown         = 0x08
-	comStatistics       = 0x09
-	comProcessInfo      = 0x0a
-	comConnect          = 0x0b
-	comProcessKill      = 0x0c
-	comDebug            = 0x0d
-	comPing             = 0x0e
-	comTime             = 0x0f
-	comDelayedInsert    = 0x10
-	comChangeUser       = 0x11
-	comBinlogDump       = 0x12
-	comTableDump        = 0x13
-	comConnectOut       = 0x14
-	comRegisterSlave    = 0x15
-	comStmtPrepare      = 0x16
-	comStmtExecute      = 0x17
-	comStmtSendLongData = 0x18
-	comStmtClose        = 0x19
-	comStmtReset        = 0x1a
-	comSetOption        = 0x1b
-	comStmtFetch        = 0x1c
-	comDaemon           = 0x1d
-	comBinlogDumpGTID   = 0x1e
-	comResetConnection  = 0x1f
-	comStmtBulkExecute  = 0xfa // MariaDB
+	comSleep            = mysqlwire.ComSleep
+	comQuit             = mysqlwire.ComQuit
+	comInitDB           = mysqlwire.ComInitDB
+	comQuery            = mysqlwire.ComQuery
+	comFieldList        = mysqlwire.ComFieldList
+	comCreateDB         = mysqlwire.ComCreateDB
+	comDropDB           = mysqlwire.ComDropDB
+	comRefresh          = mysqlwire.ComRefresh
+	comShutdown         = mysqlwire.ComShutdown
+	comStatistics       = mysqlwire.ComStatistics
+	comProcessInfo      = mysqlwire.ComProcessInfo
+	comConnect          = mysqlwire.ComConnect
+	comProcessKill      = mysqlwire.ComProcessKill
+	comDebug            = mysqlwire.ComDebug
+	comPing             = mysqlwire.ComPing
+	comTime             = mysqlwire.ComTime
+	comDelayedInsert    = mysqlwire.ComDelayedInsert
+	comChangeUser       = mysqlwire.ComChangeUser
+	comBinlogDump       = mysqlwire.ComBinlogDump
+	comTableDump        = mysqlwire.ComTableDump
+	comConnectOut       = mysqlwire.ComConnectOut
+	comRegisterSlave    = mysqlwire.ComRegisterSlave
+	comStmtPrepare      = mysqlwire.ComStmtPrepare
+	comStmtExecute      = mysqlwire.ComStmtExecute
+	comStmtSendLongData = mysqlwire.ComStmtSendLongData
+	comStmtClose        = mysqlwire.ComStmtClose
+	comStmtReset        = mysqlwire.ComStmtReset
+	comSetOption        = mysqlwire.ComSetOption
+	comStmtFetch        = mysqlwire.ComStmtFetch
+	comDaemon           = mysqlwire.ComDaemon
+	comBinlogDumpGTID   = mysqlwire.ComBinlogDumpGTID
+	comResetConnection  = mysqlwire.ComResetConnection
+	comStmtBulkExecute  = mysqlwire.ComStmtBulkExecute
 )
 
 // dispatch serves one command. quit ends the session normally; an error

@@ -241,9 +241,9 @@ func (s *Session) authSHA2(acct *account, auth []byte) bool {
 		return acct.empty
 	}
 	if match, _ := acct.checkSHA2Fast(s.salt[:], auth); match {
-		return s.writeMoreData([]byte{0x03}) == nil
+		return s.writeMoreData([]byte{mysqlwire.SHA2FastAuthOK}) == nil
 	}
-	if s.writeMoreData([]byte{0x04}) != nil {
+	if s.writeMoreData([]byte{mysqlwire.SHA2PerformFullAuth}) != nil {
 		return false
 	}
 	p, err := s.r.ReadPacket()
@@ -259,7 +259,7 @@ func (s *Session) authSHA2(acct *account, auth []byte) bool {
 			pw = pw[:n-1]
 		}
 	default:
-		if len(p) == 1 && p[0] == 0x02 { // request for the public key
+		if len(p) == 1 && p[0] == mysqlwire.SHA2RequestPublicKey {
 			_, pub, err := s.srv.rsa.get()
 			if err != nil || s.writeMoreData(pub) != nil {
 				return false

@@ -140,15 +140,8 @@ func (s *Server) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.dials++
-	refuse := s.down || s.closed
-	s.mu.Unlock()
-	if refuse {
-		return nil, ErrDown
-	}
 	client, server := net.Pipe()
-	if !s.Serve(server) {
+	if !s.serve(server, true) {
 		client.Close()
 		return nil, ErrDown
 	}
@@ -158,9 +151,17 @@ func (s *Server) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 // Serve serves nc in a new goroutine until the client quits, the
 // connection fails or the server is closed. It reports false (and closes
 // nc) when the server is closed already.
-func (s *Server) Serve(nc net.Conn) bool {
+func (s *Server) Serve(nc net.Conn) bool { return s.serve(nc, false) }
+
+// serve registers and serves nc; a dialed connection is refused while the
+// server is down, checked under the lock SetDown takes so that none slips
+// past the CloseConns of SetDown.
+func (s *Server) serve(nc net.Conn, dialed bool) bool {
 	s.mu.Lock()
-	if s.closed {
+	if dialed {
+		s.dials++
+	}
+	if s.closed || dialed && s.down {
 		s.mu.Unlock()
 		nc.Close()
 		return false

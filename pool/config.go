@@ -1,9 +1,11 @@
 package pool
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -63,6 +65,11 @@ type Config struct {
 	LocalInfile bool `mapstructure:"-"`
 	// Logger receives pool events. Default slog.Default().
 	Logger *slog.Logger `mapstructure:"-"`
+	// Dial opens the transport of a backend connection to addr (Addr;
+	// network is "tcp", or "unix" for a socket path) before the MySQL
+	// handshake; ctx carries the connect timeout. nil: a net.Dialer. Tests
+	// use it to talk to a fake server without a network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error) `mapstructure:"-"`
 }
 
 // DefaultConfig returns a Config with the documented defaults; Addr, User

@@ -373,9 +373,13 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 
 	useTLS := cfg.TLSMode == TLSRequired || (cfg.TLSMode == TLSPreferred && !p.tlsUnsupported.Load())
 	var sniff *sniffConn
+	dial := cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
 	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		d := net.Dialer{}
-		nc, err := d.DialContext(ctx, network, addr)
+		nc, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}

@@ -66,6 +66,17 @@ func (s *clientConn) writeInactivity() {
 	_ = s.w.Flush()
 }
 
+// accessDenied is the server's ERR 1045 for a failed login of user, whose
+// answer was auth.
+func (s *clientConn) accessDenied(user string, auth []byte) *mysqlwire.Error {
+	using := "YES"
+	if isEmptyAuth(auth) {
+		using = "NO"
+	}
+	return &mysqlwire.Error{Code: erAccessDenied, State: "28000",
+		Message: fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", user, s.remoteHost(), using)}
+}
+
 // greeting is what the initial handshake announces besides the
 // connection's own salt and MariaDB capabilities.
 type greeting struct {

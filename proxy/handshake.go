@@ -147,12 +147,7 @@ func (s *Session) handshake(ctx context.Context) error {
 // require_secure_transport is on: MySQL's ERR 3159, MariaDB's 1045.
 func (s *Session) insecureTransport(auth []byte) *mysqlwire.Error {
 	if strings.Contains(s.pool.ServerVersion(), "MariaDB") {
-		using := "YES"
-		if isEmptyAuth(auth) {
-			using = "NO"
-		}
-		return &mysqlwire.Error{Code: erAccessDenied, State: "28000",
-			Message: fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", s.user, s.remoteHost(), using)}
+		return s.accessDenied(s.user, auth)
 	}
 	return &mysqlwire.Error{Code: erInsecureTransport, State: "HY000",
 		Message: "Connections using insecure transport are prohibited while --require_secure_transport=ON."}
@@ -223,12 +218,7 @@ func (s *Session) authenticate(plugin string, auth []byte) bool {
 	}
 	s.srv.stats.authFailures.Add(1)
 	s.srv.hosts.fail(s.remoteHost())
-	using := "YES"
-	if isEmptyAuth(auth) {
-		using = "NO"
-	}
-	_ = s.writeErr(&mysqlwire.Error{Code: erAccessDenied, State: "28000",
-		Message: fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", s.user, s.remoteHost(), using)})
+	_ = s.writeErr(s.accessDenied(s.user, auth))
 	s.logger().Info("login failed", "plugin", plugin)
 	return false
 }

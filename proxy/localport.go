@@ -146,12 +146,7 @@ func (s *clientConn) localLogin(connID uint32, cfg *LocalConfig, log *slog.Logge
 		acct = newAccount(User{Name: cfg.User, Plain: cfg.Password}, IdentityService)
 	}
 	if !acct.checkNative(s.salt[:], auth) {
-		using := "YES"
-		if isEmptyAuth(auth) {
-			using = "NO"
-		}
-		_ = s.w.WriteERR(&mysqlwire.Error{Code: erAccessDenied, State: "28000",
-			Message: fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", resp.user, s.remoteHost(), using)})
+		_ = s.w.WriteERR(s.accessDenied(resp.user, auth))
 		_ = s.w.Flush()
 		log.Warn("admin: login failed", "user", resp.user)
 		return "", errAuth

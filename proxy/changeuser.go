@@ -21,23 +21,25 @@ func (s *Session) changeUser(ctx context.Context, p []byte) (quit bool, err erro
 	}
 	// The client scrambled with the greeting's salt; it gets the same salt
 	// again if it has to switch plugins.
-	if !s.authenticate(plugin, req.auth) {
+	acct, lerr := s.srv.authenticate(ctx, &s.clientConn, s.id, s.user, plugin, req.auth)
+	if lerr != nil {
 		s.user = prev
 		s.log = nil
-		return false, nil
+		return false, s.writeErr(lerr)
 	}
 	role := s.state.Role
 	s.unpinForReset()
+	s.state.Account = acct
 	if req.collation != 0 {
 		s.collationID = req.collation
 		s.collation = s.srv.chars.lookup(ctx, s.srv.pool, req.collation)
 	}
-	s.initState(req.db)
+	s.initState(req.db, s.caps, s.extCaps)
 	// MariaDB keeps the active role across COM_CHANGE_USER (10.11).
 	s.keepRole(role)
 	if req.db != "" {
 		if err := s.checkSchema(ctx); err != nil {
-			s.initState("")
+			s.initState("", s.caps, s.extCaps)
 			s.keepRole(role)
 			return false, s.writeErr(err)
 		}

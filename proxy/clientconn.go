@@ -294,3 +294,36 @@ func (s *clientConn) parkableConn() bool {
 	_, ok = cc.Conn.(syscall.Conn)
 	return ok && parkOS
 }
+
+// writePrepareOK answers COM_STMT_PREPARE with the session's statement id
+// of a statement with params parameters and metadata m; status is the
+// session's, for the EOF packets.
+func (s *clientConn) writePrepareOK(id uint32, params uint16, m *stmtMeta, warnings, status uint16) error {
+	w := s.w
+	defs := m.defs
+	w.Begin()
+	w.AppendByte(mysqlwire.OKHeader)
+	w.AppendUint32(id)
+	w.AppendUint16(m.columns)
+	w.AppendUint16(params)
+	w.AppendByte(0)
+	w.AppendUint16(warnings)
+	if err := w.End(); err != nil {
+		return err
+	}
+	for _, n := range [2]int{int(params), int(m.columns)} {
+		if n == 0 {
+			continue
+		}
+		for _, d := range defs[:n] {
+			if err := w.WritePacket(d); err != nil {
+				return err
+			}
+		}
+		defs = defs[n:]
+		if err := w.WriteEOF(0, status); err != nil {
+			return err
+		}
+	}
+	return nil
+}

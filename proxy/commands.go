@@ -98,7 +98,7 @@ func (s *Session) dispatch(ctx context.Context, p []byte) (quit bool, err error)
 		s.stmtClose(p) // no answer
 		return false, nil
 	case comStmtSendLongData:
-		s.stmtSendLongData(p) // no answer
+		s.stmts.sendLongData(p, s.r.MaxPacket) // no answer
 		return false, nil
 	case comBinlogDump, comBinlogDumpGTID, comRegisterSlave, comTableDump:
 		return false, s.writeErr(&mysqlwire.Error{Code: erNotSupportedYet, State: "42000",
@@ -168,7 +168,7 @@ func (s *Session) resetSession(ctx context.Context) {
 		// the session, on its connection.
 		s.pinned = nil
 		s.unpinForReset()
-		s.initState(s.state.Schema)
+		s.initState(s.state.Schema, s.caps, s.extCaps)
 		// Off first, so that the re-initialisation after the reset is
 		// not recorded (SET profiling = 0 itself is not).
 		_, err := c.Exec(ctx, "SET SESSION profiling = 0")
@@ -185,14 +185,14 @@ func (s *Session) resetSession(ctx context.Context) {
 		return
 	}
 	s.unpinForReset()
-	s.initState(s.state.Schema)
+	s.initState(s.state.Schema, s.caps, s.extCaps)
 	// MariaDB keeps the active role across COM_RESET_CONNECTION (10.11).
 	s.keepRole(role)
 }
 
 // keepRole carries the active role over a reset of the session, as the
 // backend does: MariaDB keeps it, MySQL restores the account's default.
-func (s *Session) keepRole(role string) {
+func (s *mirror) keepRole(role string) {
 	if s.mode.MariaDB {
 		s.state.SetRole(role)
 	}

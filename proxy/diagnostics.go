@@ -108,7 +108,7 @@ const clearDiagnosticsSQL = "DO (SELECT 1 FROM information_schema.ENGINES LIMIT 
 
 // ownsDiagnostics reports whether the session's pinned backend holds the
 // session's own latest diagnostics, so diagnostics statements can go there.
-func (s *Session) ownsDiagnostics() bool {
+func (s *mirror) ownsDiagnostics() bool {
 	return !s.diag.local && s.pinned != nil && s.pinned.DiagOwner() == s.state.Owner
 }
 
@@ -163,7 +163,7 @@ func (a *diagArea) copy(ctx context.Context, c *pool.Conn, res *result) error {
 // itself: in the default collation of character_set_results (the system
 // character set, utf8mb3, when it is NULL), with lengths in characters
 // times maxLen bytes.
-func (s *Session) resultCharset() (id uint16, maxLen uint32) {
+func (s *mirror) resultCharset() (id uint16, maxLen uint32) {
 	cs, _ := s.state.Var("character_set_results")
 	if cs == "" {
 		cs = "utf8mb3"
@@ -184,7 +184,7 @@ func (a *diagArea) errorCount() uint64 {
 
 // answer answers SHOW WARNINGS, SHOW ERRORS, SHOW COUNT(*) ... and SELECT
 // @@warning_count / @@error_count from the copy, on cc; cs and maxLen are
-// the text columns' character set (Session.resultCharset), status the
+// the text columns' character set (mirror.resultCharset), status the
 // session's.
 func (a *diagArea) answer(cc *clientConn, info *sqlscan.Info, cs uint16, maxLen uint32, status uint16) (rows uint64, err error) {
 	switch info.Local {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -75,7 +76,8 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 				err = c.Flush()
 			}
 			if err == nil {
-				err = s.relay(c, mode, &res)
+				rl := relayerOf(s)
+				err = rl.relay(c, mode, &res)
 			}
 		}
 		ended = s.endExec(s.nc)
@@ -117,7 +119,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 // fixedInsertID reports whether the INSERT or REPLACE q gives its table's
 // AUTO_INCREMENT column a non-zero literal in every row, so that the
 // session's LAST_INSERT_ID() need not be read from the server after it.
-func (s *Session) fixedInsertID(ctx context.Context, qr catalog.Querier, q []byte) (bool, error) {
+func (s *mirror) fixedInsertID(ctx context.Context, qr catalog.Querier, q []byte) (bool, error) {
 	ins, ok := sqlscan.ParseInsert(q, s.mode)
 	if !ok {
 		return false, nil
@@ -157,7 +159,7 @@ var errReleased = errors.New("proxy: session released by COMMIT/ROLLBACK RELEASE
 // them after the statement and reports the restored values with a later
 // OK; the connection is asked for that report before another session gets
 // it (pool.Conn.NotePendingReports).
-func (s *Session) scopeOf(q []byte, info *sqlscan.Info, res *result) {
+func (s *mirror) scopeOf(q []byte, info *sqlscan.Info, res *result) {
 	if info.Flags&sqlscan.FlagSetStatement != 0 {
 		sqlscan.StatementVars(q, s.mode, func(name []byte) {
 			res.scopedVars = append(res.scopedVars, strings.ToLower(string(name)))
@@ -341,36 +343,34 @@ func (s *Session) backendFailed(c *pool.Conn, res *result, err error) error {
 
 // learnResultsCollation reads the collation result columns are declared
 // in after character_set_results changed: SET NAMES cs COLLATE x gives x,
-// which @@character_set_results does not show. It reports false when that
+// which @@character_set_results does not show. An error says why that
 // could not be learnt; the connection then holds state tpproxy cannot
 // replay.
-func (s *Session) learnResultsCollation(ctx context.Context, c *pool.Conn) bool {
+func (s *mirror) learnResultsCollation(ctx context.Context, c *pool.Conn) error {
 	if v, _ := s.state.Var("character_set_results"); v == "" {
 		s.state.SetResultsCollation("") // NULL: columns keep their own
 		c.State().SetResultsCollation("")
-		return true
+		return nil
 	}
 	id, err := c.ResultsCollationID(ctx)
 	if err != nil {
-		s.debug("could not read the results collation", "err", err)
 		c.MarkDirty()
-		return false
+		return fmt.Errorf("read the results collation: %w", err)
 	}
 	name, ok := s.srv.chars.nameOf(ctx, s.pool, id)
 	if !ok {
-		s.debug("unknown results collation", "id", id)
 		c.MarkDirty()
-		return false
+		return fmt.Errorf("unknown results collation %d", id)
 	}
 	s.state.SetResultsCollation(name)
 	c.State().SetResultsCollation(name)
-	return true
+	return nil
 }
 
 // learnCollation asks the connection for collation_connection after a
 // statement changed the connection character set without reporting the
 // collation (SET NAMES x does that), so replays set both.
-func (s *Session) learnCollation(ctx context.Context, c *pool.Conn, res *result) {
+func (s *mirror) learnCollation(ctx context.Context, c *pool.Conn, res *result) {
 	var coll string
 	err := c.Query(ctx, "SELECT @@collation_connection", func(row []byte) error {
 		v, _, err := mysqlwire.LenEncString(row)
@@ -428,9 +428,11 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 		}
 		s.followGlobals(ctx)
 	}
-	if slices.Contains(s.tracked, "character_set_results") && !s.learnResultsCollation(ctx, c) {
-		ev.unknownChange = true
-		s.debug("session pinned: the collation of character_set_results could not be learnt")
+	if slices.Contains(s.tracked, "character_set_results") {
+		if err := s.learnResultsCollation(ctx, c); err != nil {
+			ev.unknownChange = true
+			s.debug("session pinned: the collation of character_set_results could not be learnt", "err", err)
+		}
 	}
 	s.refreshDerived()
 	ev.settings = s.statePins
@@ -478,7 +480,12 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 		return
 	}
 	s.noteDiagnostics(ctx, c, res, info, pins != 0)
-	s.noteInsertID(ctx, c, res, info)
+	if s.insertIDUnknown(res, info) {
+		_ = s.w.Flush() // the client has its answer before the server is asked
+		if err := s.readInsertID(ctx, c, res, info); err != nil {
+			s.debug("could not read LAST_INSERT_ID()", "err", err)
+		}
+	}
 	s.setPinned(c, pins)
 }
 
@@ -491,7 +498,7 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 // statement's own timeouts, one flagged on a connection that reports
 // transaction characteristics may announce those. Anything else makes the
 // session pin.
-func (s *Session) explainStateChange(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) bool {
+func (s *mirror) explainStateChange(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) bool {
 	plain := !info.Multi && info.Flags&sqlscan.StatefulMask == 0 && res.err == nil && !res.routine
 	switch {
 	case !plain:
@@ -514,7 +521,7 @@ func (s *Session) explainStateChange(ctx context.Context, c *pool.Conn, q []byte
 	sqlscan.SetTargetsMode(q, s.mode, func(name []byte, isDefault bool) {
 		n := strings.ToLower(string(name))
 		if slices.Contains(s.tracked, n) || slices.Contains(missing, n) || isDefault ||
-			n == "last_insert_id" || n == "identity" { // see noteInsertID
+			n == "last_insert_id" || n == "identity" { // see readInsertID
 			return
 		}
 		if !isPlainName(n) || varClass([]byte(n)) != varReplayable {

@@ -110,19 +110,22 @@ func (s *Session) handshake(ctx context.Context) error {
 		s.srv.stats.authFailures.Add(1)
 		s.srv.hosts.fail(s.remoteHost())
 		s.logger().Info("login refused: require_secure_transport and the client did not use TLS")
-		_ = s.writeErr(s.insecureTransport(resp.auth))
+		_ = s.writeErr(s.insecureTransport(s.pool.ServerVersion(), s.user, resp.auth))
 		return errAuth
 	}
 	s.caps = resp.caps & caps
 	s.extCaps = resp.extCaps & s.extOffered
 	s.w.ExtMetadata = s.extCaps&pool.ExtMetadata != 0
 	s.user = resp.user
-	if !s.authenticate(resp.plugin, resp.auth) {
+	acct, lerr := s.srv.authenticate(ctx, &s.clientConn, s.id, s.user, resp.plugin, resp.auth)
+	if lerr != nil {
+		_ = s.writeErr(lerr)
 		return errAuth
 	}
+	s.state.Account = acct
 	s.collationID = uint16(resp.collation)
 	s.collation = s.srv.chars.lookup(ctx, s.srv.pool, s.collationID)
-	s.initState(resp.db)
+	s.initState(resp.db, s.caps, s.extCaps)
 	if resp.db != "" {
 		// The server refuses a login to a schema that does not exist;
 		// a backend tells us whether it exists.
@@ -143,11 +146,12 @@ func (s *Session) handshake(ctx context.Context) error {
 	return nil
 }
 
-// insecureTransport is what the server answers a login without TLS while
-// require_secure_transport is on: MySQL's ERR 3159, MariaDB's 1045.
-func (s *Session) insecureTransport(auth []byte) *mysqlwire.Error {
-	if strings.Contains(s.pool.ServerVersion(), "MariaDB") {
-		return s.accessDenied(s.user, auth)
+// insecureTransport is what a server of version answers a login of user
+// without TLS while require_secure_transport is on: MySQL's ERR 3159,
+// MariaDB's 1045.
+func (s *clientConn) insecureTransport(version, user string, auth []byte) *mysqlwire.Error {
+	if strings.Contains(version, "MariaDB") {
+		return s.accessDenied(user, auth)
 	}
 	return &mysqlwire.Error{Code: erInsecureTransport, State: "HY000",
 		Message: "Connections using insecure transport are prohibited while --require_secure_transport=ON."}
@@ -168,65 +172,60 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 	return p.Conn.Read(b)
 }
 
-// authenticate checks the client's credentials with the plugin it chose,
-// switching it to mysql_native_password when it chose one tpproxy does not
-// speak. It sends ERR 1045 on failure.
-func (s *Session) authenticate(plugin string, auth []byte) bool {
-	acct, known := s.srv.users.Load().accounts[s.user]
-	if !known && s.srv.lookup != nil {
+// authenticate checks the credentials of user, who logs in on the client
+// connection cc of session id, with the plugin it chose, switching it to
+// mysql_native_password when it chose one tpproxy does not speak. It
+// returns the server account the session runs as, or the error to send
+// the client (ERR 1045).
+func (srv *Server) authenticate(ctx context.Context, cc *clientConn, id uint32, user, plugin string, auth []byte) (*pool.Account, *mysqlwire.Error) {
+	acct, known := srv.users.Load().accounts[user]
+	if !known && srv.lookup != nil {
 		// Not configured: the server's own account, if it has one.
-		ctx := s.ctx
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		a, err := s.srv.lookup.get(ctx, s.user)
+		a, err := srv.lookup.get(ctx, user)
 		if err != nil {
-			s.logger().Warn("auth lookup failed; login refused", "err", err)
+			srv.log.Warn("auth lookup failed; login refused", "conn_id", id, "user", user, "remote", cc.remote, "err", err)
 		}
 		acct, known = a, a != nil
 	}
 	if !known {
 		acct = dummyAccount
 	}
-	if s.caps&capPluginAuth == 0 {
+	if cc.caps&capPluginAuth == 0 {
 		plugin = pluginNative
 	}
 	ok := false
 	switch plugin {
 	case pluginNative:
-		ok = acct.checkNative(s.salt[:], auth)
+		ok = acct.checkNative(cc.salt[:], auth)
 	case pluginCachingSHA2:
-		ok = s.authSHA2(acct, auth)
+		ok = cc.authSHA2(acct, auth, &srv.rsa)
 	default:
 		var err error
-		auth, err = s.authSwitch(pluginNative)
-		ok = err == nil && acct.checkNative(s.salt[:], auth)
+		auth, err = cc.authSwitch(pluginNative)
+		ok = err == nil && acct.checkNative(cc.salt[:], auth)
 	}
 	if ok && known && acct.passthrough && acct.backend.Load() == nil {
 		// Only the hash is configured and the login did not reveal what
 		// the server account needs (cannot happen with the plugins above;
 		// kept so that a session never runs as the wrong account).
-		s.srv.stats.authFailures.Add(1)
-		_ = s.writeErr(&mysqlwire.Error{Code: erAccessDenied, State: "28000",
-			Message: fmt.Sprintf("tpproxy: no credentials for the server account of user '%s': configure its password in clear or as backend_password", s.user)})
-		return false
+		srv.stats.authFailures.Add(1)
+		return nil, &mysqlwire.Error{Code: erAccessDenied, State: "28000",
+			Message: fmt.Sprintf("tpproxy: no credentials for the server account of user '%s': configure its password in clear or as backend_password", user)}
 	}
 	if ok && known {
-		s.state.Account = acct.backend.Load()
-		s.srv.hosts.ok(s.remoteHost())
-		return true
+		srv.hosts.ok(cc.remoteHost())
+		return acct.backend.Load(), nil
 	}
-	s.srv.stats.authFailures.Add(1)
-	s.srv.hosts.fail(s.remoteHost())
-	_ = s.writeErr(s.accessDenied(s.user, auth))
-	s.logger().Info("login failed", "plugin", plugin)
-	return false
+	srv.stats.authFailures.Add(1)
+	srv.hosts.fail(cc.remoteHost())
+	srv.log.Info("login failed", "conn_id", id, "user", user, "remote", cc.remote, "plugin", plugin)
+	return nil, cc.accessDenied(user, auth)
 }
 
 // authSHA2 runs caching_sha2_password: the fast path when the password's
 // hash is cached, else full authentication with the password in clear
-// over TLS or RSA-encrypted.
-func (s *Session) authSHA2(acct *account, auth []byte) bool {
+// over TLS or RSA-encrypted with keys.
+func (s *clientConn) authSHA2(acct *account, auth []byte, keys *rsaKeys) bool {
 	if isEmptyAuth(auth) {
 		return acct.empty
 	}
@@ -250,7 +249,7 @@ func (s *Session) authSHA2(acct *account, auth []byte) bool {
 		}
 	default:
 		if len(p) == 1 && p[0] == mysqlwire.SHA2RequestPublicKey {
-			_, pub, err := s.srv.rsa.get()
+			_, pub, err := keys.get()
 			if err != nil || s.writeMoreData(pub) != nil {
 				return false
 			}
@@ -259,7 +258,7 @@ func (s *Session) authSHA2(acct *account, auth []byte) bool {
 			}
 			s.w.SetSeq(s.r.Seq())
 		}
-		if pw, err = s.srv.rsa.decryptPassword(s.salt[:], p); err != nil {
+		if pw, err = keys.decryptPassword(s.salt[:], p); err != nil {
 			return false
 		}
 	}

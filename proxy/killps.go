@@ -45,7 +45,7 @@ func (s *Session) prepareKill(ctx context.Context, sql []byte) (ok bool, err err
 	e := &cachedStmt{sql: append([]byte(nil), sql...), params: prep.Params, kill: k}
 	meta := &stmtMeta{defs: defs[:prep.Params]}
 	e.meta.Store(meta)
-	return true, s.writePrepareOK(s.addStmt(e), e, meta, 0)
+	return true, s.writePrepareOK(s.stmts.add(e, &s.srv.stats.clientStmts), e.params, meta, 0, s.status())
 }
 
 // executeKill serves COM_STMT_EXECUTE of a prepared KILL.

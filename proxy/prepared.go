@@ -109,7 +109,7 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 	e := s.srv.stmtCache.lookup(sql, &key)
 	if e != nil && e.fresh(gen, s.srv.cfg.CatalogTTL) && !userVar {
 		if m := e.meta.Load(); m.columns == 0 {
-			return s.writePrepareOK(s.addStmt(e), e, m, 0)
+			return s.writePrepareOK(s.stmts.add(e, &s.srv.stats.clientStmts), e.params, m, 0, s.status())
 		}
 	}
 	cached, handed := e != nil, false
@@ -183,45 +183,7 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 	} else {
 		s.releaseIfUnpinned(c)
 	}
-	return s.writePrepareOK(s.addStmt(e), e, meta, ok.Warnings)
-}
-
-// addStmt gives the session a new statement id for e (referenced by the
-// caller).
-func (s *Session) addStmt(e *cachedStmt) uint32 {
-	s.srv.stats.clientStmts.Add(1)
-	return s.stmts.add(e)
-}
-
-// writePrepareOK answers COM_STMT_PREPARE with the session's statement id.
-func (s *Session) writePrepareOK(id uint32, e *cachedStmt, m *stmtMeta, warnings uint16) error {
-	w := s.w
-	defs := m.defs
-	w.Begin()
-	w.AppendByte(mysqlwire.OKHeader)
-	w.AppendUint32(id)
-	w.AppendUint16(m.columns)
-	w.AppendUint16(e.params)
-	w.AppendByte(0)
-	w.AppendUint16(warnings)
-	if err := w.End(); err != nil {
-		return err
-	}
-	for _, n := range [2]int{int(e.params), int(m.columns)} {
-		if n == 0 {
-			continue
-		}
-		for _, d := range defs[:n] {
-			if err := w.WritePacket(d); err != nil {
-				return err
-			}
-		}
-		defs = defs[n:]
-		if err := w.WriteEOF(0, s.status()); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.writePrepareOK(s.stmts.add(e, &s.srv.stats.clientStmts), e.params, meta, ok.Warnings, s.status())
 }
 
 // stmtExecute serves COM_STMT_EXECUTE.
@@ -326,7 +288,8 @@ func (s *Session) sendStmt(ctx context.Context, c *pool.Conn, p []byte, run *stm
 		if err := c.Flush(); err != nil {
 			return err
 		}
-		if err := s.relay(c, modeExecute, res); err != nil {
+		rl := relayerOf(s)
+		if err := rl.relay(c, modeExecute, res); err != nil {
 			return err
 		}
 		if !res.reprepare {
@@ -421,7 +384,8 @@ func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
 	}
 	var res result
 	if err == nil {
-		err = s.relayRows(c, &res, false)
+		rl := relayerOf(s)
+		err = rl.relayRows(c, &res, false)
 	}
 	ended := s.endExec(s.nc)
 	if err != nil {
@@ -444,7 +408,7 @@ func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
 
 // closeCursor closes a statement's cursor: its backend statement is
 // closed, and the session lets its connection go when nothing else pins it.
-func (s *Session) closeCursor(cs *clientStmt) {
+func (s *mirror) closeCursor(cs *clientStmt) {
 	if !s.stmts.closeCursor(cs) || s.pinned == nil {
 		return
 	}
@@ -467,7 +431,7 @@ func (s *Session) stmtReset(p []byte) error {
 }
 
 // stmtClose serves COM_STMT_CLOSE, which has no answer.
-func (s *Session) stmtClose(p []byte) {
+func (s *mirror) stmtClose(p []byte) {
 	id, ok := mysqlwire.StmtID(p)
 	cs := s.stmts.get(id)
 	if !ok || cs == nil {
@@ -479,44 +443,9 @@ func (s *Session) stmtClose(p []byte) {
 	s.srv.stats.clientStmts.Add(-1)
 }
 
-// stmtSendLongData serves COM_STMT_SEND_LONG_DATA, which has no answer:
-// the data is kept until the statement's next execute. Errors are
-// reported by that execute, as the server does.
-func (s *Session) stmtSendLongData(p []byte) {
-	id, ok := mysqlwire.StmtID(p)
-	cs := s.stmts.get(id)
-	if !ok || cs == nil || cs.longErr != nil {
-		return
-	}
-	if len(p) < 7 {
-		cs.longErr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_send_long_data")
-		return
-	}
-	param := int(p[5]) | int(p[6])<<8
-	data := p[7:]
-	switch {
-	case param >= int(cs.e.params):
-		cs.longErr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_send_long_data")
-	case cs.longLen+len(data) > s.r.MaxPacket:
-		cs.long, cs.longMap, cs.longLen = nil, nil, 0
-		cs.longErr = mysqlwire.NewError(erNetPacketTooLarge, "HY000",
-			"Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_long_data_size' bytes")
-	}
-	if cs.longErr != nil {
-		return
-	}
-	if cs.longMap == nil {
-		cs.long = make([][]byte, cs.e.params)
-		cs.longMap = make([]byte, (int(cs.e.params)+7)/8)
-	}
-	cs.long[param] = append(cs.long[param], data...)
-	cs.longMap[param/8] |= 1 << (param % 8)
-	cs.longLen += len(data)
-}
-
 // dropStmts closes every statement of the session (reset, change user,
 // disconnect), as the server does.
-func (s *Session) dropStmts() {
+func (s *mirror) dropStmts() {
 	n := s.stmts.clear(func(cs *clientStmt) {
 		if cs.cursorOpen && s.pinned != nil {
 			s.pinned.ClosePrepared(cs.cursor)

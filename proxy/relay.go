@@ -94,12 +94,28 @@ type result struct {
 	clientErr error // writing to the client failed; the response was drained
 }
 
+// relayer relays backend responses to a session's client: the client
+// connection it writes to, the session state the answers change (st), and
+// the running statement, which a client that fails is not left waiting
+// for (in, id). A value is made for each command (relayerOf).
+type relayer struct {
+	*clientConn
+	st *mirror
+	in *inflight
+	id uint32
+}
+
+// relayerOf is the relayer of a session.
+func relayerOf(s *Session) relayer {
+	return relayer{clientConn: &s.clientConn, st: &s.mirror, in: &s.inflight, id: s.id}
+}
+
 // relay copies the backend's response to the client packet by packet,
 // never holding more than one packet, and records what it means for the
 // session. The backend response is always read to its end, even when the
 // client has gone, so the connection stays usable. An error means the
 // backend connection is broken.
-func (s *Session) relay(c *pool.Conn, mode relayMode, res *result) error {
+func (s *relayer) relay(c *pool.Conn, mode relayMode, res *result) error {
 	br := c.Reader()
 	switch mode {
 	case modeStatistics:
@@ -143,7 +159,7 @@ func (s *Session) relay(c *pool.Conn, mode relayMode, res *result) error {
 				return nil
 			}
 		case p[0] == mysqlwire.LocalInfileHeader:
-			if !s.srv.cfg.LoadDataLocal || s.caps&capLocalFiles == 0 || res.clientErr != nil {
+			if !s.st.srv.cfg.LoadDataLocal || s.caps&capLocalFiles == 0 || res.clientErr != nil {
 				return s.refuseLocalInfile(c, res)
 			}
 			if err := s.relayLocalInfile(c, raw, res); err != nil {
@@ -195,7 +211,7 @@ func (s *Session) relay(c *pool.Conn, mode relayMode, res *result) error {
 
 // relayRows relays rows (or, for COM_FIELD_LIST, column definitions) up to
 // the terminating EOF or ERR.
-func (s *Session) relayRows(c *pool.Conn, res *result, fieldList bool) error {
+func (s *relayer) relayRows(c *pool.Conn, res *result, fieldList bool) error {
 	br := c.Reader()
 	res.resultSet = !fieldList
 	res.rows = 0
@@ -226,7 +242,7 @@ func (s *Session) relayRows(c *pool.Conn, res *result, fieldList bool) error {
 
 // relayEOF relays an EOF packet, hiding SERVER_SESSION_STATE_CHANGED from
 // a client that did not ask for session tracking.
-func (s *Session) relayEOF(c *pool.Conn, raw []byte, res *result) {
+func (s *relayer) relayEOF(c *pool.Conn, raw []byte, res *result) {
 	p := raw[mysqlwire.HeaderSize:]
 	res.warnings, res.status = mysqlwire.EOFStatus(p)
 	res.hasStatus = true
@@ -240,7 +256,7 @@ func (s *Session) relayEOF(c *pool.Conn, raw []byte, res *result) {
 
 // relayOK records an OK packet's effects and relays it in the layout the
 // client negotiated. more reports SERVER_MORE_RESULTS_EXISTS.
-func (s *Session) relayOK(c *pool.Conn, p []byte, res *result) (more bool, err error) {
+func (s *relayer) relayOK(c *pool.Conn, p []byte, res *result) (more bool, err error) {
 	ok, err := mysqlwire.ParseOK(p, c.SessionTrack())
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", errProtocol, err)
@@ -254,7 +270,7 @@ func (s *Session) relayOK(c *pool.Conn, p []byte, res *result) (more bool, err e
 	}
 	res.clientState = res.clientState[:0]
 	if ok.Status&mysqlwire.StatusSessionStateChanged != 0 {
-		if err := s.track(c, ok.SessionState, res); err != nil {
+		if err := s.st.track(c, ok.SessionState, res, s.caps&capSessionTrack != 0); err != nil {
 			return false, err
 		}
 	}
@@ -270,8 +286,10 @@ func (s *Session) relayOK(c *pool.Conn, p []byte, res *result) (more bool, err e
 }
 
 // track applies session state changes reported by the server to the
-// session and to the connection it ran on.
-func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
+// session and to the connection it ran on, and keeps in res.clientState
+// those the client's session_track_* settings ask for when it tracks
+// session state at all (clientTracks).
+func (s *mirror) track(c *pool.Conn, info []byte, res *result, clientTracks bool) error {
 	sawConn, sawColl := false, false
 	for len(info) > 0 {
 		e, rest, err := mysqlwire.NextStateEntry(info)
@@ -290,7 +308,7 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 			if slices.Contains(res.scopedVars, n) || res.lockScoped && (n == "lock_wait_timeout" || n == "innodb_lock_wait_timeout") {
 				continue
 			}
-			if s.caps&capSessionTrack != 0 && s.clientTracksVar(n) {
+			if clientTracks && s.clientTracksVar(n) {
 				res.clientState = mysqlwire.AppendStateEntry(res.clientState, e.Type, e.Data)
 			}
 			switch n {
@@ -325,7 +343,7 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 			}
 		case mysqlwire.TrackSchema:
 			res.stateChanged, res.okChange = true, true
-			if s.caps&capSessionTrack != 0 && s.clientTracks("session_track_schema") {
+			if clientTracks && s.clientTracks("session_track_schema") {
 				res.clientState = mysqlwire.AppendStateEntry(res.clientState, e.Type, e.Data)
 			}
 			name, err := mysqlwire.TrackedSchema(e.Data)
@@ -337,7 +355,7 @@ func (s *Session) track(c *pool.Conn, info []byte, res *result) error {
 			res.tracked = true
 		case mysqlwire.TrackStateChange:
 			res.stateChanged, res.okChange = true, true
-			if s.caps&capSessionTrack != 0 && s.clientTracks("session_track_state_change") {
+			if clientTracks && s.clientTracks("session_track_state_change") {
 				res.clientState = mysqlwire.AppendStateEntry(res.clientState, e.Type, e.Data)
 			}
 		case mysqlwire.TrackTransactionChar:
@@ -374,11 +392,11 @@ func varClass(name []byte) int {
 // relayLocalInfile serves LOAD DATA LOCAL INFILE: the server asks for a
 // file, the client sends it in packets ending with an empty one, and the
 // server answers with OK or ERR (read by the caller's loop).
-func (s *Session) relayLocalInfile(c *pool.Conn, raw []byte, res *result) error {
+func (s *relayer) relayLocalInfile(c *pool.Conn, raw []byte, res *result) error {
 	bw := c.Writer()
 	bw.SetSeq(c.Reader().Seq())
-	s.stopWatching(s.nc)
-	defer s.allowWatching()
+	s.in.stopWatching(s.nc)
+	defer s.in.allowWatching()
 	s.toClient(c, raw, res)
 	if err := s.w.Flush(); err != nil {
 		s.clientFailed(c, res, err)
@@ -411,7 +429,7 @@ func (s *Session) relayLocalInfile(c *pool.Conn, raw []byte, res *result) error 
 // refuseLocalInfile answers a LOCAL INFILE request the session may not
 // serve: the server gets an empty file, the client an error instead of the
 // server's answer.
-func (s *Session) refuseLocalInfile(c *pool.Conn, res *result) error {
+func (s *relayer) refuseLocalInfile(c *pool.Conn, res *result) error {
 	bw := c.Writer()
 	bw.SetSeq(c.Reader().Seq())
 	bw.Begin()
@@ -440,7 +458,7 @@ func (s *Session) refuseLocalInfile(c *pool.Conn, res *result) error {
 
 // backendPacket reads the next packet of a response, first flushing what
 // the client is owed when the read would block.
-func (s *Session) backendPacket(br *mysqlwire.Reader) ([]byte, error) {
+func (s *relayer) backendPacket(br *mysqlwire.Reader) ([]byte, error) {
 	if !br.HasPacket() && s.w.Buffered() > 0 {
 		_ = s.w.Flush() // a failure resurfaces at the next write
 	}
@@ -452,7 +470,7 @@ func (s *Session) backendPacket(br *mysqlwire.Reader) ([]byte, error) {
 }
 
 // toClient relays one packet unless the client already failed.
-func (s *Session) toClient(c *pool.Conn, raw []byte, res *result) {
+func (s *relayer) toClient(c *pool.Conn, raw []byte, res *result) {
 	if res.clientErr != nil {
 		return
 	}
@@ -465,10 +483,10 @@ func (s *Session) toClient(c *pool.Conn, raw []byte, res *result) {
 
 // clientFailed records a failed write to the client and stops the
 // statement, whose output nobody will read.
-func (s *Session) clientFailed(c *pool.Conn, res *result, err error) {
+func (s *relayer) clientFailed(c *pool.Conn, res *result, err error) {
 	if res.clientErr != nil {
 		return
 	}
 	res.clientErr = err
-	s.killCurrent(c, s.pool, s.srv.log, s.id)
+	s.in.killCurrent(c, s.st.pool, s.st.srv.log, s.id)
 }

@@ -16,85 +16,25 @@ import (
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/pool"
-	"github.com/tpproxy/tpproxy/proxy/internal/catalog"
-	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 
 // Session is one client connection. Its goroutine owns everything except
 // the fields under mu, which KILL and the disconnect watcher also touch.
 type Session struct {
-	srv *Server
-	// pool is where the session's backend connections come from: the
-	// server's, or the extra port's reserved ones.
-	pool *pool.Pool
+	// mirror is the server state the session's own connection would hold,
+	// and the server and pool it comes from (srv, pool).
+	mirror
 	// extra marks a session of the extra port: it bypasses admission.
 	extra *extraPort
-	id    uint32
 	// clientConn is the protocol connection with the client.
 	clientConn
 	// polled: the poller has the socket (see rc); resumed: the goroutine
 	// is new, the wait for a command goes on.
 	polled, resumed bool
 
-	user      string
-	collation collation
-	log       *slog.Logger
-
-	// state is what the session's server connection would hold; whichever
-	// backend runs the next statement is brought to it first.
-	state  pool.State
-	pinned *pool.Conn
-	pins   pinReason
-
-	// connID is what CONNECTION_ID() returns: the session's id, or the
-	// pseudo_thread_id the client set.
-	connID uint32
-	// lastInsertID is the session's LAST_INSERT_ID() (see noteInsertID).
-	lastInsertID uint64
-	rowCount     int64 // ROW_COUNT() of the last statement
-	// found is FOUND_ROWS().
-	found foundRowsCount
-	// globals is the reading of the server's globals the session's
-	// values rest on (see pool.Globals).
-	globals *pool.Globals
-
-	// mode is how the server lexes the session's statements (sql_mode,
-	// character set, server version); modeSum is the state it is for.
-	mode    sqlscan.Mode
-	modeSum uint64
-	// catSchema is the catalog's handle on the session's default schema.
-	catSchema *catalog.Schema
-	// statePins are the pins the session's settings imply (profiling,
-	// optimizer_trace, sql_auto_is_null); completionRelease: its
-	// completion_type is RELEASE.
-	statePins         pinReason
-	completionRelease bool
-
-	// chistics: characteristics set with SET TRANSACTION for the next
-	// transaction are pending on the pinned connection, as its server
-	// last reported; chisticsUnsure: a statement may have used them up
-	// without a report (it ended in a result set or an error).
-	chistics       bool
-	chisticsUnsure bool
-	// xa is the session's XA transaction state.
-	xa xaState
-	// release: the statement just run ended with COMMIT/ROLLBACK RELEASE
-	// (or completion_type=RELEASE); the server closed its connection and
-	// the session ends.
-	release bool
-
-	// diag is the copy of the diagnostics (SHOW WARNINGS) the last
-	// statement left, taken when the session released its backend.
-	diag diagArea
-	// collationID is the collation the client asked for at login.
-	collationID uint16
-	// tracked lists the variables the server reported changed by the
-	// statement running now.
-	tracked []string
-
-	// stmts are the session's prepared statements.
-	stmts stmtRegistry
+	user string
+	log  *slog.Logger
 
 	// task is the session's handle in the scheduler.
 	task scheduler.Task
@@ -126,7 +66,7 @@ type Session struct {
 }
 
 func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
-	s := &Session{srv: srv, pool: srv.pool, extra: extra, clientConn: clientConn{nc: nc, remote: nc.RemoteAddr().String()}, rowCount: -1}
+	s := &Session{mirror: mirror{srv: srv, pool: srv.pool, rowCount: -1}, extra: extra, clientConn: clientConn{nc: nc, remote: nc.RemoteAddr().String()}}
 	if extra != nil {
 		s.pool = extra.pool
 	}
@@ -193,7 +133,7 @@ func (s *Session) run(ctx context.Context) (parked bool) {
 
 // quiet reports whether the client has sent nothing the session has not
 // read (false when the socket cannot be asked).
-func (s *Session) quiet() bool {
+func (s *clientConn) quiet() bool {
 	rc := s.rawConn()
 	return rc != nil && quietSocket(rc)
 }
@@ -209,6 +149,10 @@ func (s *Session) serve() (parked bool) {
 	}()
 	for {
 		s.refreshDerived()
+		if s.waitTimeoutNew {
+			s.waitTimeoutNew = false
+			s.idleTimeout, s.deadlineSet = s.waitTimeout, time.Time{}
+		}
 		if s.resumed {
 			// Back from parking, still waiting for the same command: the
 			// wait_timeout deadline stays.
@@ -322,7 +266,7 @@ func (s *Session) countCommand(errsBefore uint32, start time.Time) {
 }
 
 // pinsHeld is the session's pin reasons while it holds a backend.
-func (s *Session) pinsHeld() uint32 {
+func (s *mirror) pinsHeld() uint32 {
 	if s.pinned == nil {
 		return 0
 	}
@@ -335,7 +279,7 @@ const drainPins = pinTransaction | pinLockTables | pinXA | pinCursor
 
 // holdsWork reports whether the session has a transaction (or locks, or an
 // open cursor) that a graceful shutdown lets it finish.
-func (s *Session) holdsWork() bool { return s.pinned != nil && s.pins&drainPins != 0 }
+func (s *mirror) holdsWork() bool { return s.pinned != nil && s.pins&drainPins != 0 }
 
 // logEnd records why a session ended: client hang-ups at debug level.
 func (s *Session) logEnd(err error) {
@@ -366,7 +310,7 @@ func (s *Session) teardown() {
 // it when a reset would not clear that state — a prepared XA branch (kept
 // for recovery only when its connection disconnects) or the statement
 // history of profiling, which COM_RESET_CONNECTION keeps.
-func (s *Session) releasePinned() {
+func (s *mirror) releasePinned() {
 	c := s.pinned
 	s.pinned = nil
 	c.MarkDirty() // whatever pinned it must not reach the next user
@@ -385,22 +329,22 @@ func (s *Session) closeConn() {
 
 // initState sets up the session state after login: schema, character set
 // from the login collation, multi-statements and found-rows from the
-// client's capabilities.
-func (s *Session) initState(db string) {
+// client's capabilities (caps, extCaps).
+func (s *mirror) initState(db string, caps, extCaps uint32) {
 	s.state = pool.State{
 		Account:            s.state.Account, // set by authenticate
 		Owner:              s.srv.nextOwner.Add(1),
 		Schema:             db,
 		Vars:               pool.CharsetVars(s.collation.charset, s.collation.name),
-		MultiStatementsOff: s.caps&capMultiStatements == 0,
-		FoundRows:          s.caps&capFoundRows != 0,
-		ExtMetadata:        s.extCaps&pool.ExtMetadata != 0,
+		MultiStatementsOff: caps&capMultiStatements == 0,
+		FoundRows:          caps&capFoundRows != 0,
+		ExtMetadata:        extCaps&pool.ExtMetadata != 0,
 		// The login collation is the results collation too.
 		ResultsCollation: s.collation.name,
 	}
 	s.globals = s.pool.Globals()
 	// CLIENT_IGNORE_SPACE adds IGNORE_SPACE to the session's sql_mode.
-	if s.caps&capIgnoreSpace != 0 {
+	if caps&capIgnoreSpace != 0 {
 		mode, ok := s.globals.Value("sql_mode")
 		if !ok {
 			mode = s.pool.SessionDefaults().SQLMode
@@ -416,7 +360,7 @@ func (s *Session) initState(db string) {
 	}
 	// The server gives an interactive client interactive_timeout as its
 	// wait_timeout.
-	if d := s.pool.SessionDefaults(); s.caps&capInteractive != 0 && d.InteractiveTimeout != d.WaitTimeout && d.InteractiveTimeout > 0 {
+	if d := s.pool.SessionDefaults(); caps&capInteractive != 0 && d.InteractiveTimeout != d.WaitTimeout && d.InteractiveTimeout > 0 {
 		s.state.SetVar("wait_timeout", strconv.FormatInt(d.InteractiveTimeout, 10))
 	}
 	s.modeSum = 0
@@ -451,7 +395,7 @@ func (s *Session) writeOK() error {
 
 // status is the server status the session is in, for packets the proxy
 // writes itself.
-func (s *Session) status() uint16 {
+func (s *mirror) status() uint16 {
 	var st uint16
 	if s.pins&pinTransaction != 0 {
 		st |= mysqlwire.StatusInTrans
@@ -516,7 +460,7 @@ func (s *Session) backendFor(ctx context.Context, lenient, repeatable bool) (*po
 }
 
 // releaseIfUnpinned returns c to the pool unless the session keeps it.
-func (s *Session) releaseIfUnpinned(c *pool.Conn) {
+func (s *mirror) releaseIfUnpinned(c *pool.Conn) {
 	if c != s.pinned {
 		s.pool.Release(c)
 	}
@@ -525,7 +469,7 @@ func (s *Session) releaseIfUnpinned(c *pool.Conn) {
 // loseBackend drops a pinned connection that failed. The state it held
 // (transaction, locks, variables) is gone, so the client must not go on as
 // if it were not: the session ends after reporting the error.
-func (s *Session) loseBackend() {
+func (s *mirror) loseBackend() {
 	if s.pinned == nil {
 		return
 	}
@@ -538,7 +482,7 @@ func (s *Session) loseBackend() {
 
 // setPinned records the session's pins after a statement on c, keeping c
 // or giving it back.
-func (s *Session) setPinned(c *pool.Conn, pins pinReason) {
+func (s *mirror) setPinned(c *pool.Conn, pins pinReason) {
 	if pins.sticky() {
 		c.MarkDirty()
 	}
@@ -560,7 +504,7 @@ func (s *Session) setPinned(c *pool.Conn, pins pinReason) {
 
 // unpinForReset gives back a pinned connection after a reset of the
 // session (COM_RESET_CONNECTION, COM_CHANGE_USER); the pool resets it.
-func (s *Session) unpinForReset() {
+func (s *mirror) unpinForReset() {
 	s.dropStmts()
 	if s.pinned != nil {
 		s.releasePinned()

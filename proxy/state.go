@@ -59,7 +59,7 @@ func (x xaState) after(info *sqlscan.Info, res *result) xaState {
 // refreshDerived recomputes what follows from the session state when it
 // changed: how the server lexes its statements, its idle timeout, and the
 // settings that make it pin.
-func (s *Session) refreshDerived() {
+func (s *mirror) refreshDerived() {
 	sum := s.state.Sum()
 	if sum == s.modeSum && s.mode.Version != 0 {
 		return
@@ -91,8 +91,8 @@ func (s *Session) refreshDerived() {
 			timeout = int64(n)
 		}
 	}
-	s.idleTimeout = time.Duration(timeout) * time.Second
-	s.deadlineSet = time.Time{}
+	s.waitTimeout = time.Duration(timeout) * time.Second
+	s.waitTimeoutNew = true
 
 	s.statePins = 0
 	if v, ok := s.state.Var("profiling"); ok && isOn(v) {
@@ -113,7 +113,7 @@ func isOn(v string) bool { return strings.EqualFold(v, "ON") || v == "1" }
 // scan classifies a query the way the server will lex it. A multi-statement
 // query may change sql_mode or the character set halfway, so its flags are
 // those of every way it could be lexed.
-func (s *Session) scan(q []byte) sqlscan.Info {
+func (s *mirror) scan(q []byte) sqlscan.Info {
 	s.refreshDerived()
 	info := sqlscan.ScanMode(q, s.mode)
 	if info.Multi {
@@ -188,23 +188,25 @@ func insertIDEffectOf(info *sqlscan.Info) insertIDEffect {
 	return liidNone
 }
 
-// noteInsertID updates the session's LAST_INSERT_ID() after a statement on
-// c. The client has its answer already when the server is asked.
-func (s *Session) noteInsertID(ctx context.Context, c *pool.Conn, res *result, info *sqlscan.Info) {
+// insertIDUnknown reports whether the session's LAST_INSERT_ID() after a
+// statement must be read from the connection it ran on (readInsertID).
+func (s *mirror) insertIDUnknown(res *result, info *sqlscan.Info) bool {
 	if res.liidTracked {
-		return // SET LAST_INSERT_ID = n, reported
+		return false // SET LAST_INSERT_ID = n, reported
 	}
 	effect := insertIDEffectOf(info)
-	if effect == liidNone || effect == liidInsert && (res.fixedID || res.err == nil && res.insertID == 0) {
-		return
-	}
+	return !(effect == liidNone || effect == liidInsert && (res.fixedID || res.err == nil && res.insertID == 0))
+}
+
+// readInsertID updates the session's LAST_INSERT_ID() after a statement on
+// c whose effect on it is unknown (insertIDUnknown).
+func (s *mirror) readInsertID(ctx context.Context, c *pool.Conn, res *result, info *sqlscan.Info) error {
+	effect := insertIDEffectOf(info)
 	before, known := c.LastInsertID()
-	_ = s.w.Flush()
 	v, err := c.ReadLastInsertID(ctx)
 	if err != nil {
-		s.debug("could not read LAST_INSERT_ID()", "err", err)
 		c.MarkDirty()
-		return
+		return err
 	}
 	switch {
 	case effect == liidAny:
@@ -214,6 +216,7 @@ func (s *Session) noteInsertID(ctx context.Context, c *pool.Conn, res *result, i
 	case res.err != nil && known && v != before:
 		s.lastInsertID = v // a multi-row INSERT that failed halfway generated some
 	}
+	return nil
 }
 
 // readsInsertID reports whether a statement reads the session's
@@ -222,7 +225,7 @@ func (s *Session) noteInsertID(ctx context.Context, c *pool.Conn, res *result, i
 // A statement that may set it in a way its OK does not report needs the
 // session's value on the connection too, so that "unchanged" stays the
 // session's.
-func (s *Session) readsInsertID(info *sqlscan.Info) bool {
+func (s *mirror) readsInsertID(info *sqlscan.Info) bool {
 	return info.Flags&sqlscan.FlagLastInsertIDRead != 0 || s.statePins&pinAutoIsNull != 0 ||
 		insertIDEffectOf(info) == liidAny
 }
@@ -247,7 +250,7 @@ const (
 // reports whether some are pending. When a statement may have used them up
 // unreported, it asks the connection, if unpinned says nothing else keeps
 // the session on it.
-func (s *Session) noteChistics(ctx context.Context, c *pool.Conn, res *result, unpinned func() bool) bool {
+func (s *mirror) noteChistics(ctx context.Context, c *pool.Conn, res *result, unpinned func() bool) bool {
 	switch res.chistics {
 	case chisticsPending:
 		s.chistics, s.chisticsUnsure = true, false
@@ -301,7 +304,7 @@ func chisticsOf(data []byte) int8 {
 
 // learnRole records the session's active roles after SET ROLE, as the
 // argument of the SET ROLE that restores them elsewhere.
-func (s *Session) learnRole(ctx context.Context, c *pool.Conn) bool {
+func (s *mirror) learnRole(ctx context.Context, c *pool.Conn) bool {
 	var cur []byte
 	n := 0
 	err := c.Query(ctx, "SELECT CURRENT_ROLE()", func(row []byte) error {
@@ -327,7 +330,7 @@ func (s *Session) learnRole(ctx context.Context, c *pool.Conn) bool {
 // (or timestamp = 0, which unfreezes the clock too): their value is the
 // global one again, whatever the server reported (for timestamp it reports
 // the frozen value, and replaying that would freeze NOW()).
-func (s *Session) applyDefaults(c *pool.Conn, q []byte) {
+func (s *mirror) applyDefaults(c *pool.Conn, q []byte) {
 	sqlscan.SetTargetsMode(q, s.mode, func(name []byte, isDefault bool) {
 		if !isDefault {
 			return
@@ -340,7 +343,7 @@ func (s *Session) applyDefaults(c *pool.Conn, q []byte) {
 
 // releases reports whether a COMMIT or ROLLBACK that succeeded closes the
 // session: RELEASE, or completion_type=RELEASE without NO RELEASE.
-func (s *Session) releases(info *sqlscan.Info, q []byte) bool {
+func (s *mirror) releases(info *sqlscan.Info, q []byte) bool {
 	if info.Multi || (info.Kind != sqlscan.KindCommit && info.Kind != sqlscan.KindRollback) {
 		return false
 	}
@@ -389,7 +392,7 @@ func tableless(info *sqlscan.Info) bool {
 // noteDDL moves the DDL generation after a statement that may have changed
 // schema objects or privileges, which invalidates what tpproxy cached of
 // the server's answers (prepared statement metadata, the catalog).
-func (s *Session) noteDDL(info *sqlscan.Info) {
+func (s *mirror) noteDDL(info *sqlscan.Info) {
 	switch info.Kind {
 	case sqlscan.KindCreate, sqlscan.KindDrop, sqlscan.KindAlter, sqlscan.KindOther, sqlscan.KindCall:
 	default:
@@ -406,7 +409,7 @@ func (s *Session) noteDDL(info *sqlscan.Info) {
 // that the session did not set itself is taken as an explicit setting at
 // the value the session has, so that the connection it runs on next (one
 // reset to the new globals) is brought back to it.
-func (s *Session) followGlobals(ctx context.Context) {
+func (s *mirror) followGlobals(ctx context.Context) {
 	g := s.pool.Globals()
 	if g == s.globals || g == nil {
 		return
@@ -443,7 +446,7 @@ func containsFold(q []byte, word string) bool {
 }
 
 // autocommitOff reports whether the session runs with autocommit=0.
-func (s *Session) autocommitOff() bool {
+func (s *mirror) autocommitOff() bool {
 	v, ok := s.state.Var("autocommit")
 	if !ok {
 		v, ok = s.globals.Value("autocommit")
@@ -531,7 +534,7 @@ func primeFoundRowsSQL(n uint64, mariadb bool) string {
 
 // clientTracks reports whether the client's session has a boolean
 // session_track_* setting on (its own value, else the global default).
-func (s *Session) clientTracks(name string) bool {
+func (s *mirror) clientTracks(name string) bool {
 	v, ok := s.state.Var(name)
 	if !ok {
 		v, ok = s.globals.Value(name)
@@ -542,7 +545,7 @@ func (s *Session) clientTracks(name string) bool {
 // clientTracksVar reports whether the client's session_track_system_variables
 // lists a variable ("*": all of them). The server's default list is used
 // until the globals are known.
-func (s *Session) clientTracksVar(name string) bool {
+func (s *mirror) clientTracksVar(name string) bool {
 	list, ok := s.state.Var("session_track_system_variables")
 	if !ok {
 		if list, ok = s.globals.Value("session_track_system_variables"); !ok {

@@ -1,6 +1,10 @@
 package proxy
 
-import "github.com/tpproxy/tpproxy/internal/mysqlwire"
+import (
+	"sync/atomic"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+)
 
 // stmtRegistry is a session's prepared statements by client id, and how
 // many of them hold an open cursor. The map is made on the first PREPARE:
@@ -36,8 +40,10 @@ func (r *stmtRegistry) lookup(p []byte, command string) (*clientStmt, *mysqlwire
 }
 
 // add registers a statement for cache entry e under the next free client
-// id (never 0) and returns the id.
-func (r *stmtRegistry) add(e *cachedStmt) uint32 {
+// id (never 0), counts it in n (the server's statements of all sessions)
+// and returns the id.
+func (r *stmtRegistry) add(e *cachedStmt, n *atomic.Int64) uint32 {
+	n.Add(1)
 	if r.byID == nil {
 		r.byID = make(map[uint32]*clientStmt)
 	}
@@ -101,4 +107,40 @@ func (r *stmtRegistry) clear(each func(*clientStmt)) int {
 	r.byID = nil
 	r.cursors = 0
 	return n
+}
+
+// sendLongData serves COM_STMT_SEND_LONG_DATA, which has no answer: the
+// data is kept until the statement's next execute, up to max bytes over
+// all its parameters. Errors are reported by that execute, as the server
+// does.
+func (r *stmtRegistry) sendLongData(p []byte, max int) {
+	id, ok := mysqlwire.StmtID(p)
+	cs := r.get(id)
+	if !ok || cs == nil || cs.longErr != nil {
+		return
+	}
+	if len(p) < 7 {
+		cs.longErr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_send_long_data")
+		return
+	}
+	param := int(p[5]) | int(p[6])<<8
+	data := p[7:]
+	switch {
+	case param >= int(cs.e.params):
+		cs.longErr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_send_long_data")
+	case cs.longLen+len(data) > max:
+		cs.long, cs.longMap, cs.longLen = nil, nil, 0
+		cs.longErr = mysqlwire.NewError(erNetPacketTooLarge, "HY000",
+			"Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_long_data_size' bytes")
+	}
+	if cs.longErr != nil {
+		return
+	}
+	if cs.longMap == nil {
+		cs.long = make([][]byte, cs.e.params)
+		cs.longMap = make([]byte, (int(cs.e.params)+7)/8)
+	}
+	cs.long[param] = append(cs.long[param], data...)
+	cs.longMap[param/8] |= 1 << (param % 8)
+	cs.longLen += len(data)
 }

@@ -38,7 +38,7 @@ func (s *Session) changeUser(ctx context.Context, p []byte) (quit bool, err erro
 	// MariaDB keeps the active role across COM_CHANGE_USER (10.11).
 	s.keepRole(role)
 	if req.db != "" {
-		if err := s.checkSchema(ctx); err != nil {
+		if err := s.checkSchema(ctx, &s.task); err != nil {
 			s.initState("", s.caps, s.extCaps)
 			s.keepRole(role)
 			return false, s.writeErr(err)

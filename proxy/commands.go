@@ -131,7 +131,7 @@ func (s *Session) initDB(ctx context.Context, db string) error {
 	}
 	prev := s.state.Schema
 	s.state.SetSchema(db)
-	c, err := s.backendFor(ctx, false, false)
+	c, err := s.backendFor(ctx, &s.task, false, false)
 	if err != nil {
 		s.state.SetSchema(prev)
 		return s.writeErr(err)

@@ -114,7 +114,7 @@ func (s *mirror) ownsDiagnostics() bool {
 
 // noteDiagnostics updates the session's diagnostics after a statement on c
 // that leaves c (released) when keep is false.
-func (s *Session) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result, info *sqlscan.Info, keep bool) {
+func (s *mirror) noteDiagnostics(ctx context.Context, c *pool.Conn, res *result, info *sqlscan.Info, keep bool) {
 	if info.Flags&sqlscan.FlagDiagnostics != 0 && !info.Multi {
 		return // reading diagnostics leaves them as they are
 	}

@@ -104,7 +104,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		s.afterStmt(c, run, &res)
 	}
 	// p is intact: the disconnect watcher never moves buffered bytes.
-	s.afterStatement(ctx, c, q, &res, info)
+	s.afterStatement(ctx, c, q, &res, info, s.w)
 	switch {
 	case res.clientErr != nil:
 		return res.clientErr
@@ -196,7 +196,7 @@ func (s *Session) admit(ctx context.Context) (ok bool, err error) {
 func (s *Session) acquire(ctx context.Context, q []byte, info *sqlscan.Info, res *result, again bool) (c *pool.Conn, err error) {
 	wasPinned := s.pinned != nil
 	for {
-		c, err = s.backendFor(ctx, true, again)
+		c, err = s.backendFor(ctx, &s.task, true, again)
 		if err == nil {
 			if err = s.prepare(ctx, c, q, info, res); err != nil {
 				if c == s.pinned && c.Broken() {
@@ -227,7 +227,7 @@ func (s *Session) acquire(ctx context.Context, q []byte, info *sqlscan.Info, res
 // prepare gets a connection ready for statements that read what the
 // session's previous statements left on their own connection, or whose
 // effect the server reports only when asked beforehand.
-func (s *Session) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sqlscan.Info, res *result) error {
+func (s *mirror) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sqlscan.Info, res *result) error {
 	if res != nil {
 		// Stored functions, triggers, views and column defaults run code
 		// the statement's text does not show.
@@ -389,8 +389,10 @@ func (s *mirror) learnCollation(ctx context.Context, c *pool.Conn, res *result) 
 // afterStatement updates the session from a relayed response: pins from
 // status flags, statement class and settings, state the server changed
 // without saying what, transaction characteristics, XA, diagnostics, last
-// insert id, row counts; then keeps the connection or gives it back.
-func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) {
+// insert id, row counts; then keeps the connection or gives it back. w is
+// the client's writer, flushed before a question the answer need not wait
+// for.
+func (s *mirror) afterStatement(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info, w *mysqlwire.Writer) {
 	ev := pinEvent{
 		hasStatus:     res.hasStatus,
 		status:        res.status,
@@ -481,7 +483,7 @@ func (s *Session) afterStatement(ctx context.Context, c *pool.Conn, q []byte, re
 	}
 	s.noteDiagnostics(ctx, c, res, info, pins != 0)
 	if s.insertIDUnknown(res, info) {
-		_ = s.w.Flush() // the client has its answer before the server is asked
+		_ = w.Flush() // the client has its answer before the server is asked
 		if err := s.readInsertID(ctx, c, res, info); err != nil {
 			s.debug("could not read LAST_INSERT_ID()", "err", err)
 		}

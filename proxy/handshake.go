@@ -129,7 +129,7 @@ func (s *Session) handshake(ctx context.Context) error {
 	if resp.db != "" {
 		// The server refuses a login to a schema that does not exist;
 		// a backend tells us whether it exists.
-		if err := s.checkSchema(ctx); err != nil {
+		if err := s.checkSchema(ctx, &s.task); err != nil {
 			_ = s.writeErr(err)
 			return err
 		}

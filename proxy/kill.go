@@ -40,7 +40,7 @@ func (srv *Server) reaper(ctx context.Context) {
 			srv.mu.Unlock()
 			for _, s := range batch {
 				s.maybeWatch(now, &s.clientConn, s.pool, s.srv.log, s.id)
-				s.maybePark(now)
+				s.maybePark(now, &s.clientConn, &s.mu)
 			}
 			clear(batch)
 			batch = srv.wakeExpired(now, batch)
@@ -171,7 +171,7 @@ func killExprForm(q []byte) (query bool, expr []byte, ok bool) {
 // tpproxy's connection ids. An expression the server cannot evaluate gets
 // the server's error.
 func (s *Session) killExpr(ctx context.Context, expr []byte, query bool) error {
-	c, err := s.backend(ctx)
+	c, err := s.backendFor(ctx, &s.task, true, false)
 	if err != nil {
 		return s.writeErr(err)
 	}

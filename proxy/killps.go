@@ -26,7 +26,7 @@ func (s *Session) prepareKill(ctx context.Context, sql []byte) (ok bool, err err
 	if !ok {
 		return false, nil
 	}
-	c, err := s.backend(ctx)
+	c, err := s.backendFor(ctx, &s.task, true, false)
 	if err != nil {
 		return true, s.writeErr(err)
 	}

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/tpproxy/tpproxy/pool"
@@ -93,4 +95,12 @@ type mirror struct {
 	// tracked lists the variables the server reported changed by the
 	// statement running now.
 	tracked []string
+}
+
+// debug logs at debug level with the session's id (a Session's own debug
+// adds its user and client address).
+func (s *mirror) debug(msg string, args ...any) {
+	if s.srv.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.srv.log.Debug(msg, append([]any{"conn_id", s.id}, args...)...)
+	}
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,16 +23,33 @@ const parkAfter = time.Second
 // parked.
 var smallBufs = sync.Pool{New: func() any { return new([smallBufSize]byte) }}
 
-// park gives back the session's read buffer (resume takes one again) and
-// notes when its wait_timeout ends.
-func (s *Session) park() {
-	s.wait.Store(waitParked)
+// waiter is a session's wait for its client's next command: whether it
+// waits, since when, and its parking.
+type waiter struct {
+	// idle is set while the session waits for the client's next command.
+	idle atomic.Bool
+	// wait is the state of that wait (waitBusy...), waitSince when it
+	// began (unix ns): the reaper parks sessions idle for long.
+	wait      atomic.Uint32
+	waitSince atomic.Int64
+	// parkDeadline is when a parked session's wait_timeout ends (unix
+	// ns; 0: none).
+	parkDeadline int64
+	// polled: the poller has the socket (see clientConn.rc); resumed: the
+	// goroutine is new, the wait for a command goes on.
+	polled, resumed bool
+}
+
+// park gives back the read buffer of cc, the session's client connection
+// (resume takes one again), and notes when its wait_timeout ends.
+func (w *waiter) park(s *clientConn) {
+	w.wait.Store(waitParked)
 	s.r.SetSmall(nil)
 	smallBufs.Put(s.small)
 	s.small = nil
-	s.parkDeadline = 0
+	w.parkDeadline = 0
 	if d := s.idleDeadline(); !d.IsZero() {
-		s.parkDeadline = d.UnixNano()
+		w.parkDeadline = d.UnixNano()
 	}
 }
 
@@ -78,28 +96,28 @@ const (
 	waitParked        // parked: a small goroutine waits for the client
 )
 
-// maybePark asks a session waiting for a command since before
+// maybePark asks a session waiting for a command on cc since before
 // now-parkAfter to park: its read is interrupted with a deadline, which
-// the session takes back (parkWoken). mu is held while the deadline is
-// set, so that a session that already left its read can wait for the
-// deadline to be set before it takes it back.
-func (s *Session) maybePark(now time.Time) {
-	if s.wait.Load() != waitIdle || now.UnixNano()-s.waitSince.Load() < int64(parkAfter) || !s.parkableConn() {
+// the session takes back (parkWoken). mu (the session's inflight.mu) is
+// held while the deadline is set, so that a session that already left its
+// read can wait for the deadline to be set before it takes it back.
+func (w *waiter) maybePark(now time.Time, cc *clientConn, mu *sync.Mutex) {
+	if w.wait.Load() != waitIdle || now.UnixNano()-w.waitSince.Load() < int64(parkAfter) || !cc.parkableConn() {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.wait.CompareAndSwap(waitIdle, waitParkAt) {
-		_ = s.nc.SetReadDeadline(time.Unix(1, 0))
+	mu.Lock()
+	defer mu.Unlock()
+	if w.wait.CompareAndSwap(waitIdle, waitParkAt) {
+		_ = cc.nc.SetReadDeadline(time.Unix(1, 0))
 	}
 }
 
-// parkWoken undoes the read deadline maybePark set: it puts back the
-// wait_timeout deadline, or none.
-func (s *Session) parkWoken() {
-	s.mu.Lock() // maybePark has set the deadline
-	s.mu.Unlock()
-	_ = s.nc.SetReadDeadline(s.idleDeadline())
+// parkWoken undoes the read deadline maybePark set on cc: it puts back
+// the wait_timeout deadline, or none.
+func parkWoken(cc *clientConn, mu *sync.Mutex) {
+	mu.Lock() // maybePark has set the deadline
+	mu.Unlock()
+	_ = cc.nc.SetReadDeadline(cc.idleDeadline())
 }
 
 // resume is a parked session's new goroutine: it waits for the client

@@ -312,7 +312,7 @@ func (s *Session) sendStmt(ctx context.Context, c *pool.Conn, p []byte, run *stm
 // prepareOn prepares e on c, in the schema and settings e was prepared in
 // when c's differ (a session that changed schema after PREPARE still runs
 // the statement it prepared), and returns c's statement id.
-func (s *Session) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (uint32, error) {
+func (s *mirror) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (uint32, error) {
 	cur := c.State()
 	back := false
 	if !cur.Equal(&e.state) {
@@ -351,7 +351,7 @@ func (s *Session) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (u
 
 // afterStmt records what an execute left: an open cursor keeps its
 // backend statement for the session.
-func (s *Session) afterStmt(c *pool.Conn, run *stmtRun, res *result) {
+func (s *mirror) afterStmt(c *pool.Conn, run *stmtRun, res *result) {
 	if !res.cursor {
 		return
 	}

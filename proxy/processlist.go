@@ -37,20 +37,20 @@ func (srv *Server) Sessions() []SessionInfo {
 	srv.mu.Unlock()
 	out := make([]SessionInfo, 0, len(list))
 	for _, s := range list {
-		out = append(out, s.info())
+		out = append(out, s.info(s.id, s.remote))
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int { return int(a.ID) - int(b.ID) })
 	return out
 }
 
-// info snapshots the session. Fields owned by the session goroutine are
-// mirrored under mu when they change (see publish).
-func (s *Session) info() SessionInfo {
+// info snapshots session id of client host. Fields owned by the session
+// goroutine are copied under mu when they change (see publish).
+func (s *inflight) info(id uint32, host string) SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := s.pub
-	in.ID = s.id
-	in.Host = s.remote
+	in.ID = id
+	in.Host = host
 	if s.cur != nil {
 		in.Executing = true
 		in.Since = s.curSince
@@ -92,18 +92,19 @@ func commandName(cmd byte) string {
 	return "Sleep"
 }
 
-// publish mirrors the session goroutine's view for Sessions.
-func (s *Session) publish() {
+// publish copies the session goroutine's view (its user and m) for
+// Sessions.
+func (s *inflight) publish(user string, m *mirror) {
 	s.mu.Lock()
-	s.pubPins = s.pins
-	s.pub.User = s.user
-	s.pub.Schema = s.state.Schema
-	s.pub.Pinned = s.pinned != nil
+	s.pubPins = m.pins
+	s.pub.User = user
+	s.pub.Schema = m.state.Schema
+	s.pub.Pinned = m.pinned != nil
 	s.pub.PinReasons = ""
 	s.pub.BackendThread = 0
-	if s.pinned != nil {
-		s.pub.PinReasons = s.pins.String()
-		s.pub.BackendThread = s.pinned.ThreadID()
+	if m.pinned != nil {
+		s.pub.PinReasons = m.pins.String()
+		s.pub.BackendThread = m.pinned.ThreadID()
 	}
 	s.mu.Unlock()
 }

@@ -29,10 +29,6 @@ type Session struct {
 	extra *extraPort
 	// clientConn is the protocol connection with the client.
 	clientConn
-	// polled: the poller has the socket (see rc); resumed: the goroutine
-	// is new, the wait for a command goes on.
-	polled, resumed bool
-
 	user string
 	log  *slog.Logger
 
@@ -43,18 +39,12 @@ type Session struct {
 	// (0 otherwise) for Stats, Metrics and Shutdown; the session goroutine
 	// updates it after each command, before the answer is flushed.
 	pinsNow atomic.Uint32
-	// idle is set while the session waits for the client's next command.
-	idle atomic.Bool
-	// wait is the state of that wait (waitBusy...), waitSince when it
-	// began (unix ns): the reaper parks sessions idle for long.
-	wait      atomic.Uint32
-	errs      uint32 // see cmdIndex; here, where it fills what wait leaves of a word
-	waitSince atomic.Int64
+	errs    uint32 // see cmdIndex; here, where it fills what pinsNow leaves of a word
+	// waiter is the session's wait for its client's next command, and
+	// its parking.
+	waiter
 	// ctx is the server's context the session serves under.
 	ctx context.Context
-	// parkDeadline is when a parked session's wait_timeout ends (unix
-	// ns; 0: none).
-	parkDeadline int64
 	// cmdIndex is the command being served (commandIndex) and errs (above)
 	// counts the error answers written, so that the loop can tell the
 	// command's outcome.
@@ -79,9 +69,6 @@ func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
 	s.w = mysqlwire.NewWriter(nc, srv.bufs)
 	return s
 }
-
-// ID is the connection id the client was given.
-func (s *Session) ID() uint32 { return s.id }
 
 // logger returns the session's logger, built on first use because most
 // sessions never log.
@@ -119,13 +106,13 @@ func (s *Session) run(ctx context.Context) (parked bool) {
 	}
 	s.ctx = ctx
 	s.debug("session started")
-	s.publish()
+	s.publish(s.user, &s.mirror)
 	if s.canPark() {
 		// The handshake's stack is the deepest the session ever needs.
 		s.armIdleTimeout()
 		s.idle.Store(true)
 		s.waitSince.Store(time.Now().UnixNano())
-		s.park()
+		s.park(&s.clientConn)
 		return true
 	}
 	return s.serve()
@@ -177,14 +164,14 @@ func (s *Session) serve() (parked bool) {
 		p, err := s.r.ReadPacket()
 		if s.wait.Swap(waitBusy) == waitParkAt {
 			// The reaper asked the session to park.
-			s.parkWoken()
+			parkWoken(&s.clientConn, &s.mu)
 			if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 				if s.canPark() && s.srv.retiring.Load() && !s.holdsWork() && s.quiet() {
 					s.debug("session closed: idle after a new tpproxy took over")
 					return false
 				}
 				if s.canPark() {
-					s.park()
+					s.park(&s.clientConn)
 					return true
 				}
 				// Part of a packet came: read the rest (its sequence
@@ -237,9 +224,9 @@ func (s *Session) serve() (parked bool) {
 		}
 		s.w.Release()
 		s.r.Shrink()
-		s.countCommand(errs, start)
+		s.srv.countCommand(s.cmdIndex, s.errs != errs, start)
 		if s.pubPins != s.pins || s.pub.Pinned != (s.pinned != nil) || s.pub.Schema != s.state.Schema || s.pub.User != s.user {
-			s.publish()
+			s.publish(s.user, &s.mirror)
 		}
 		if quit || err != nil {
 			s.logEnd(err)
@@ -248,20 +235,20 @@ func (s *Session) serve() (parked bool) {
 	}
 }
 
-// countCommand counts the command just served by outcome and observes its
-// duration, except for commands that get no answer.
-func (s *Session) countCommand(errsBefore uint32, start time.Time) {
+// countCommand counts a command just served (i: its commandIndex) by
+// outcome and observes its duration, except for commands that get no
+// answer.
+func (srv *Server) countCommand(i int, failed bool, start time.Time) {
 	bad := 0
-	if s.errs != errsBefore {
+	if failed {
 		bad = 1
-		s.srv.stats.errors.Add(1)
+		srv.stats.errors.Add(1)
 	}
-	i := s.cmdIndex
-	s.srv.metrics.commands[i][bad].Add(1)
+	srv.metrics.commands[i][bad].Add(1)
 	switch i {
 	case comQuit, comStmtClose, comStmtSendLongData:
 	default:
-		s.srv.metrics.duration.Observe(time.Since(start))
+		srv.metrics.duration.Observe(time.Since(start))
 	}
 }
 
@@ -366,10 +353,11 @@ func (s *mirror) initState(db string, caps, extCaps uint32) {
 	s.modeSum = 0
 }
 
-// checkSchema validates the session's schema on a backend connection, as
-// the server does for a login or COM_CHANGE_USER naming one.
-func (s *Session) checkSchema(ctx context.Context) error {
-	c, err := s.backendFor(ctx, false, false)
+// checkSchema validates the session's schema on a backend connection
+// (waited for as task), as the server does for a login or COM_CHANGE_USER
+// naming one.
+func (s *mirror) checkSchema(ctx context.Context, task *scheduler.Task) error {
+	c, err := s.backendFor(ctx, task, false, false)
 	if err != nil {
 		return err
 	}
@@ -406,25 +394,21 @@ func (s *mirror) status() uint16 {
 	return st
 }
 
-// backend returns the connection for the session's next statement: its
-// pinned one, or one from the pool brought to the session's state.
-func (s *Session) backend(ctx context.Context) (*pool.Conn, error) {
-	return s.backendFor(ctx, true, false)
-}
-
-// backendFor is backend; lenient lets a session whose default schema was
+// backendFor returns the connection for the session's next statement: its
+// pinned one, or one from the pool brought to the session's state, waited
+// for as task. lenient lets a session whose default schema was
 // dropped go on without one (false: the schema was just asked for, and
 // its absence is the answer). repeatable says the caller repeats its
 // statement on another connection when this one turns out to have been
 // closed by the server (pool.Conn.DeadOnArrival); otherwise a connection
 // the pool handed out unchecked is checked first.
-func (s *Session) backendFor(ctx context.Context, lenient, repeatable bool) (*pool.Conn, error) {
+func (s *mirror) backendFor(ctx context.Context, task *scheduler.Task, lenient, repeatable bool) (*pool.Conn, error) {
 	c := s.pinned
 	if c == nil {
 		s.followGlobals(ctx)
 		for {
 			var err error
-			if c, err = s.pool.AcquireWaiting(ctx, &s.state, &s.task); err != nil {
+			if c, err = s.pool.AcquireWaiting(ctx, &s.state, task); err != nil {
 				return nil, err
 			}
 			if repeatable || c.Verify() {
@@ -439,7 +423,7 @@ func (s *Session) backendFor(ctx context.Context, lenient, repeatable bool) (*po
 			s.pool.Release(c)
 			if dead {
 				// What Sync sends is tpproxy's own: safe to send again.
-				return s.backendFor(ctx, lenient, repeatable)
+				return s.backendFor(ctx, task, lenient, repeatable)
 			}
 		} else if c.Broken() {
 			s.loseBackend()
@@ -452,7 +436,7 @@ func (s *Session) backendFor(ctx context.Context, lenient, repeatable bool) (*po
 			// documented limit) instead of failing every statement.
 			s.debug("default schema no longer exists; continuing without one", "schema", s.state.Schema)
 			s.state.SetSchema("")
-			return s.backendFor(ctx, lenient, repeatable)
+			return s.backendFor(ctx, task, lenient, repeatable)
 		}
 		return nil, err
 	}

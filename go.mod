@@ -3,6 +3,7 @@ module github.com/tpproxy/tpproxy
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/HdrHistogram/hdrhistogram-go v1.1.2
 	github.com/fsnotify/fsnotify v1.9.0
 	github.com/go-analyze/charts v0.6.4
@@ -23,7 +24,6 @@ require (
 )
 
 require (
-	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/clipperhouse/displaywidth v0.10.0 // indirect

@@ -349,7 +349,7 @@ func TestLogin(t *testing.T) {
 	const ext = mysqlwire.MariaDBClientStmtBulkOperations | mysqlwire.MariaDBClientCacheMetadata
 	offer := fakeCaps&^mysqlwire.ClientLongPassword | mysqlwire.ClientSessionTrack | mysqlwire.ClientConnectAttrs |
 		mysqlwire.ClientMultiStatements | mysqlwire.ClientFoundRows
-	wantCaps := offer &^ (mysqlwire.ClientConnectWithDB | mysqlwire.ClientTransactions)
+	wantCaps := offer &^ (mysqlwire.ClientConnectWithDB | mysqlwire.ClientTransactions | mysqlwire.ClientPluginAuthLenenc)
 	var dialed int
 	addr := startFake(t, "tcp", func(f *fakeConn) {
 		f.greetExt("mysql_native_password", offer, ext)

@@ -14,13 +14,15 @@ import (
 )
 
 // loginCaps are asked for by every login (where the server offers them:
-// CLIENT_MYSQL, long password, is not offered by MariaDB).
+// CLIENT_MYSQL, long password, is not offered by MariaDB), and
+// CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA too when the auth response needs it.
 const loginCaps = mysqlwire.ClientLongPassword | mysqlwire.ClientProtocol41 | mysqlwire.ClientSecureConnection |
-	mysqlwire.ClientPluginAuth | mysqlwire.ClientPluginAuthLenenc
+	mysqlwire.ClientPluginAuth
 
 // baseCaps are what Connect asks for. CLIENT_DEPRECATE_EOF is not: result
 // sets keep their EOF packets, one format fewer to get right.
-const baseCaps = loginCaps | mysqlwire.ClientTransactions | mysqlwire.ClientMultiResults | mysqlwire.ClientPSMultiResults
+const baseCaps = loginCaps | mysqlwire.ClientPluginAuthLenenc | mysqlwire.ClientTransactions |
+	mysqlwire.ClientMultiResults | mysqlwire.ClientPSMultiResults
 
 // Greeting is the server's initial handshake (HandshakeV10).
 type Greeting struct {
@@ -134,27 +136,35 @@ func (c *Conn) handshake(ctx context.Context, cfg *Config, want Protocol) (Greet
 		collation = collationIDs[cfg.Collation]
 	}
 
+	useTLS := false
 	if cfg.TLS != nil {
 		switch {
 		case g.Caps&mysqlwire.ClientSSL != 0:
-			if err := c.startTLS(ctx, cfg.TLS, caps|mysqlwire.ClientSSL, ext, collation); err != nil {
-				return g, Protocol{}, err
-			}
-			caps |= mysqlwire.ClientSSL
+			useTLS = true
 		case !cfg.AllowFallbackToPlaintext:
 			return g, Protocol{}, c.fail(ErrNoTLS)
 		}
 	}
-	sent := Protocol{Caps: caps, ExtCaps: ext}
-
 	plugin := g.Plugin
 	if cfg.initialPlugin != "" {
 		plugin = cfg.initialPlugin
 	}
-	plugin, auth, err := authResponse(plugin, g.Salt, cfg, c.secure)
+	plugin, auth, err := authResponse(plugin, g.Salt, cfg, c.secure || useTLS)
 	if err != nil {
-		return g, sent, c.fail(err)
+		return g, Protocol{}, c.fail(err)
 	}
+	if len(auth) > 250 {
+		// Its length does not fit in one byte of the old format.
+		caps |= mysqlwire.ClientPluginAuthLenenc & g.Caps
+	}
+	if useTLS {
+		caps |= mysqlwire.ClientSSL
+		if err := c.startTLS(ctx, cfg.TLS, caps, ext, collation); err != nil {
+			return g, Protocol{}, err
+		}
+	}
+	sent := Protocol{Caps: caps, ExtCaps: ext}
+
 	b := handshakeHead(make([]byte, 0, 64+len(cfg.User)+len(auth)+len(cfg.DBName)+len(plugin)), caps, ext, collation)
 	b = append(b, cfg.User...)
 	b = append(b, 0)

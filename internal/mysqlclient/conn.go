@@ -102,10 +102,12 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 
 // Protocol is what a login asks the server for, beyond what Config implies.
 type Protocol struct {
-	// Caps are capability flags; the server's offer masks them. Protocol
-	// 4.1 with plugin authentication is always asked for, and what Config
-	// implies: CLIENT_CONNECT_WITH_DB, CLIENT_SSL, CLIENT_CONNECT_ATTRS,
-	// CLIENT_MULTI_STATEMENTS, CLIENT_FOUND_ROWS.
+	// Caps are capability flags; the server's offer masks them. Always
+	// asked for: protocol 4.1 with plugin authentication, CLIENT_MYSQL
+	// (long password) unless extended capabilities are,
+	// CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA when the auth response needs
+	// it, and what Config implies: CLIENT_CONNECT_WITH_DB, CLIENT_SSL,
+	// CLIENT_CONNECT_ATTRS, CLIENT_MULTI_STATEMENTS, CLIENT_FOUND_ROWS.
 	Caps uint32
 	// ExtCaps are MariaDB extended capabilities (mysqlwire.MariaDBClient*),
 	// asked for where the server offers them.

@@ -165,7 +165,14 @@ func (c *Conn) handshake(ctx context.Context, cfg *Config, want Protocol) (Greet
 	}
 	sent := Protocol{Caps: caps, ExtCaps: ext}
 
-	b := handshakeHead(make([]byte, 0, 64+len(cfg.User)+len(auth)+len(cfg.DBName)+len(plugin)), caps, ext, collation)
+	size := 64 + len(cfg.User) + len(auth) + len(cfg.DBName) + len(plugin)
+	if caps&mysqlwire.ClientConnectAttrs != 0 {
+		size += 9
+		for k, v := range cfg.ConnectAttrs {
+			size += 18 + len(k) + len(v)
+		}
+	}
+	b := handshakeHead(make([]byte, 0, size), caps, ext, collation)
 	b = append(b, cfg.User...)
 	b = append(b, 0)
 	if caps&mysqlwire.ClientPluginAuthLenenc != 0 {
@@ -197,15 +204,31 @@ func (c *Conn) handshake(ctx context.Context, cfg *Config, want Protocol) (Greet
 // appendAttrs appends connection attributes, in name order: their total
 // length, then length-encoded names and values.
 func appendAttrs(b []byte, attrs map[string]string) []byte {
-	var kv []byte
-	for _, k := range slices.Sorted(maps.Keys(attrs)) {
-		kv = mysqlwire.AppendLenEncInt(kv, uint64(len(k)))
-		kv = append(kv, k...)
-		kv = mysqlwire.AppendLenEncInt(kv, uint64(len(attrs[k])))
-		kv = append(kv, attrs[k]...)
+	n := 0
+	for k, v := range attrs {
+		n += lenEncSize(len(k)) + len(k) + lenEncSize(len(v)) + len(v)
 	}
-	b = mysqlwire.AppendLenEncInt(b, uint64(len(kv)))
-	return append(b, kv...)
+	b = mysqlwire.AppendLenEncInt(b, uint64(n))
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		b = mysqlwire.AppendLenEncInt(b, uint64(len(k)))
+		b = append(b, k...)
+		b = mysqlwire.AppendLenEncInt(b, uint64(len(attrs[k])))
+		b = append(b, attrs[k]...)
+	}
+	return b
+}
+
+// lenEncSize is the length of n as a length-encoded integer.
+func lenEncSize(n int) int {
+	switch {
+	case n < 251:
+		return 1
+	case n < 1<<16:
+		return 3
+	case n < 1<<24:
+		return 4
+	}
+	return 9
 }
 
 // handshakeHead is the fixed start of SSLRequest and HandshakeResponse41:

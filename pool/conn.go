@@ -365,7 +365,7 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 
 	collation := collationID(cfg.Collation)
 	if collation == 0 {
-		return nil, fmt.Errorf("invalid collation name %s", cfg.Collation)
+		return nil, fmt.Errorf("pool: collation %q unknown", cfg.Collation)
 	}
 	dial := cfg.Dial
 	if dial == nil {

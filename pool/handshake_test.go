@@ -230,3 +230,31 @@ func TestFakeRequiredTLSWithoutServerTLS(t *testing.T) {
 		t.Errorf("%d logins", srv.Logins())
 	}
 }
+
+// TestFakeHandshakeCollation: an id above 255 goes as its low byte (the
+// session's SET NAMES sets it), as go-mysql sent it; an unknown name is
+// not dialed.
+func TestFakeHandshakeCollation(t *testing.T) {
+	srv := newFake(t, fakemysql.Config{})
+	dial, recs := recordDials(srv.Dial)
+	newFakePool(t, srv, func(c *pool.Config) {
+		c.Size = 1
+		c.Dial = dial
+		c.Collation = "utf8mb4_0900_bin" // 309
+	})
+	if r := recs()[0].response(t); r.collation != 309&0xff {
+		t.Errorf("collation byte %d, want %d", r.collation, 309&0xff)
+	}
+	if n := srv.CountQueries("SET NAMES 'utf8mb4' COLLATE 'utf8mb4_0900_bin'"); n == 0 {
+		t.Errorf("no SET NAMES of the collation in %q", srv.Queries())
+	}
+
+	bad := newFake(t, fakemysql.Config{})
+	p := newFakePool(t, bad, func(c *pool.Config) { c.Collation = "no_such_ci" })
+	if _, err := p.Acquire(ctxT(t), nil); !errors.Is(err, pool.ErrBackendUnavailable) {
+		t.Fatalf("got %v, want ErrBackendUnavailable", err)
+	}
+	if bad.Dials() != 0 {
+		t.Errorf("%d dials with an unknown collation", bad.Dials())
+	}
+}

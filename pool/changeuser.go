@@ -1,64 +1,19 @@
 package pool
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 
-	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/charset"
 
+	"github.com/tpproxy/tpproxy/internal/mysqlclient"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
-
-const comChangeUser = 0x11
 
 // errNoChangeUser: COM_CHANGE_USER cannot be used on this connection (an
 // auth plugin other than mysql_native_password, say); the caller redials.
 var errNoChangeUser = errors.New("pool: change user not possible")
-
-// greeting is what the pool keeps of the server's initial handshake.
-type greeting struct {
-	salt   []byte
-	plugin string
-	// collation is the server's default collation id (its low byte, as
-	// the greeting carries it); caps its capability flags, extCaps
-	// MariaDB's extended capabilities (0 from MySQL, which leaves the
-	// CLIENT_MYSQL bit set).
-	collation uint8
-	caps      uint32
-	extCaps   uint32
-}
-
-// parseGreeting reads the scramble and auth plugin of an initial handshake
-// (HandshakeV10) captured with its packet header.
-func parseGreeting(p []byte) (greeting, bool) {
-	var g greeting
-	if len(p) < 5 || p[4] != 10 {
-		return g, false
-	}
-	_, p, err := mysqlwire.NullTerminated(p[5:]) // server version
-	if err != nil || len(p) < 4+8+1+2+1+2+2+1+10 {
-		return g, false
-	}
-	salt := append([]byte(nil), p[4:12]...)
-	g.collation = p[15]
-	g.caps = uint32(p[13]) | uint32(p[14])<<8 | uint32(p[18])<<16 | uint32(p[19])<<24
-	if g.caps&1 == 0 {
-		g.extCaps = uint32(p[27]) | uint32(p[28])<<8 | uint32(p[29])<<16 | uint32(p[30])<<24
-	}
-	p = p[4+8+1+2+1+2+2+1+10:]
-	rest, p, err := mysqlwire.NullTerminated(p)
-	if err != nil {
-		return g, false
-	}
-	g.salt = append(salt, rest...)
-	if i := bytes.IndexByte(p, 0); i >= 0 {
-		g.plugin = string(p[:i])
-	}
-	return g, len(g.salt) >= 20
-}
 
 // collationID is the handshake id of the pool's collation, 0 if unknown.
 func collationID(name string) uint16 {
@@ -84,7 +39,7 @@ func (c *Conn) clearSchema(ctx context.Context) error { return c.relogin(ctx, c.
 func (c *Conn) relogin(ctx context.Context, a *Account) error {
 	g, cfg := c.greeting, &c.p.cfg
 	id := collationID(cfg.Collation)
-	if g.plugin != gomysql.AUTH_NATIVE_PASSWORD || id == 0 || id > 255 {
+	if g.Plugin != mysqlwire.AuthNativePassword || len(g.Salt) < 20 || id == 0 || id > 255 {
 		return errNoChangeUser
 	}
 	done := c.withDeadline(ctx)
@@ -122,19 +77,19 @@ func (c *Conn) afterLogin(ctx context.Context) error {
 // changeUser sends COM_CHANGE_USER for who and answers an auth switch to
 // mysql_native_password (remembering its challenge: the server checks the
 // next COM_CHANGE_USER against the latest one).
-func (c *Conn) changeUser(g greeting, collation uint16, who login) error {
+func (c *Conn) changeUser(g mysqlclient.Greeting, collation uint16, who login) error {
 	c.StartCommand()
 	w := c.w
 	w.Begin()
-	w.AppendByte(comChangeUser)
+	w.AppendByte(mysqlwire.ComChangeUser)
 	w.AppendString(who.user)
 	w.AppendByte(0)
-	scramble := nativeScramble(g.salt[:20], who.stage1)
+	scramble := nativeScramble(g.Salt[:20], who.stage1)
 	w.AppendByte(byte(len(scramble)))
 	w.AppendBytes(scramble)
 	w.AppendByte(0) // no schema
 	w.AppendUint16(collation)
-	w.AppendString(gomysql.AUTH_NATIVE_PASSWORD)
+	w.AppendString(mysqlwire.AuthNativePassword)
 	w.AppendByte(0)
 	w.AppendByte(0) // no connection attributes
 	if err := w.End(); err != nil {
@@ -153,12 +108,12 @@ func (c *Conn) changeUser(g greeting, collation uint16, who login) error {
 			return nil
 		case mysqlwire.IsERR(p):
 			return mysqlwire.ParseERR(p)
-		case p[0] == 0xfe && round == 0: // auth switch request
+		case p[0] == mysqlwire.AuthSwitchHeader && round == 0:
 			plugin, salt, err := mysqlwire.NullTerminated(p[1:])
-			if err != nil || string(plugin) != gomysql.AUTH_NATIVE_PASSWORD || len(salt) < 20 {
+			if err != nil || string(plugin) != mysqlwire.AuthNativePassword || len(salt) < 20 {
 				return fmt.Errorf("%w: unexpected auth switch to %q", errNoChangeUser, plugin)
 			}
-			c.greeting.salt = append(c.greeting.salt[:0], salt[:20]...)
+			c.greeting.Salt = append(c.greeting.Salt[:0], salt[:20]...)
 			w.SetSeq(c.r.Seq())
 			w.Begin()
 			w.AppendBytes(nativeScramble(salt[:20], who.stage1))
@@ -197,6 +152,6 @@ const (
 	ExtMetadata = extMetadata // MARIADB_CLIENT_EXTENDED_METADATA
 )
 
-// ExtCaps returns the MariaDB extended capabilities backend connections
-// negotiate (0 on MySQL, or when TLS hides the handshake response).
+// ExtCaps returns the MariaDB extended capabilities the backend offers of
+// those the pool can relay (0 on MySQL).
 func (p *Pool) ExtCaps() uint32 { return p.extCaps.Load() }

@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/client"
-	gomysql "github.com/go-mysql-org/go-mysql/mysql"
-	pingcaperrors "github.com/pingcap/errors"
-
+	"github.com/tpproxy/tpproxy/internal/mysqlclient"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/netx"
 )
@@ -47,8 +45,8 @@ type Conn struct {
 
 	threadID uint32
 	version  string
-	greeting greeting // scramble and plugin, for COM_CHANGE_USER
-	account  *Account // logged in as (nil: the pool's own account)
+	greeting mysqlclient.Greeting // scramble and plugin, for COM_CHANGE_USER
+	account  *Account             // logged in as (nil: the pool's own account)
 	// acctInUse is the in-use counter of its account (Pool.inUse), kept
 	// here so that handing it out needs no lookup; inUseBy is that counter
 	// while the connection is handed out and counted in it.
@@ -184,7 +182,7 @@ func (c *Conn) PrimeConnectionID(ctx context.Context, id uint32) error {
 	}
 	_, err := c.Exec(ctx, "SET SESSION pseudo_thread_id = "+strconv.FormatUint(uint64(id), 10))
 	var me *mysqlwire.Error
-	if errors.As(err, &me) && (me.Code == erSpecificAccessDenied || me.Code == erAccessDenied) {
+	if errors.As(err, &me) && (me.Code == mysqlwire.ErSpecificAccessDenied || me.Code == mysqlwire.ErAccessDenied) {
 		c.p.noPseudoID.Store(c.AccountName(), true)
 		return ErrPseudoThreadID
 	}
@@ -194,12 +192,6 @@ func (c *Conn) PrimeConnectionID(ctx context.Context, id uint32) error {
 	c.pseudoID = id
 	return nil
 }
-
-// Server error codes the pool reacts to.
-const (
-	erAccessDenied         = 1045
-	erSpecificAccessDenied = 1227
-)
 
 // TrackTransactions turns on session_track_transaction_info=CHARACTERISTICS
 // on this connection, so that the server reports pending characteristics
@@ -371,75 +363,68 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 
-	useTLS := cfg.TLSMode == TLSRequired || (cfg.TLSMode == TLSPreferred && !p.tlsUnsupported.Load())
-	var sniff *sniffConn
+	collation := collationID(cfg.Collation)
+	if collation == 0 {
+		return nil, fmt.Errorf("pool: collation %q unknown", cfg.Collation)
+	}
 	dial := cfg.Dial
 	if dial == nil {
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		_ = nc.SetDeadline(deadline)
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		sniff = &sniffConn{Conn: nc, want: extBulk}
-		if extMeta {
-			sniff.want |= extMetadata
-		}
-		return sniff, nil
-	}
-	opts := func(cc *client.Conn) error {
-		for _, f := range []uint32{mysqlwire.ClientMultiStatements, mysqlwire.ClientMultiResults,
-			mysqlwire.ClientPSMultiResults, mysqlwire.ClientSessionTrack} {
-			if err := cc.SetCapability(f); err != nil {
-				return err
-			}
-		}
-		if cfg.LocalInfile {
-			if err := cc.SetCapability(mysqlwire.ClientLocalFiles); err != nil {
-				return err
-			}
-		}
-		if foundRows {
-			if err := cc.SetCapability(mysqlwire.ClientFoundRows); err != nil {
-				return err
-			}
-		}
-		// Results are relayed to clients that do not speak these.
-		cc.UnsetCapability(mysqlwire.ClientDeprecateEOF)
-		cc.UnsetCapability(mysqlwire.ClientQueryAttributes)
-		cc.UnsetCapability(mysqlwire.ClientCompress)
-		cc.SetAttributes(map[string]string{"_client_name": "tpproxy", "program_name": "tpproxy"})
-		if err := cc.SetCollation(cfg.Collation); err != nil {
-			return err
-		}
-		if useTLS {
-			cc.SetTLSConfig(cfg.TLS)
-		}
-		return nil
-	}
 	network := "tcp"
 	if strings.Contains(cfg.Addr, "/") {
 		network = "unix"
 	}
-	cc, err := client.ConnectWithDialer(ctx, network, cfg.Addr, cfg.User, cfg.Password, "", dialer, opts)
+	mc := mysqlclient.Config{
+		Net: network, Addr: cfg.Addr, User: cfg.User, Passwd: cfg.Password,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			_ = nc.SetDeadline(deadline)
+			if tc, ok := nc.(*net.TCPConn); ok {
+				_ = tc.SetNoDelay(true)
+			}
+			return nc, nil
+		},
+		Timeout:         p.connectTimeout(),
+		CollationID:     collation,
+		MultiStatements: true,
+		ClientFoundRows: foundRows,
+		ConnectAttrs:    connectAttrs,
+	}
+	useTLS := cfg.TLSMode == TLSRequired || (cfg.TLSMode == TLSPreferred && !p.tlsUnsupported.Load())
+	if useTLS {
+		mc.TLS = cfg.TLS
+		mc.AllowFallbackToPlaintext = cfg.TLSMode == TLSPreferred
+	}
+	// Results are relayed to clients that may not speak
+	// CLIENT_DEPRECATE_EOF, CLIENT_QUERY_ATTRIBUTES or CLIENT_COMPRESS:
+	// they are not asked for.
+	want := mysqlclient.Protocol{
+		Caps: mysqlwire.ClientLongFlag | mysqlwire.ClientTransactions | mysqlwire.ClientMultiResults |
+			mysqlwire.ClientPSMultiResults | mysqlwire.ClientSessionTrack,
+		ExtCaps: extBulk,
+	}
+	if cfg.LocalInfile {
+		want.Caps |= mysqlwire.ClientLocalFiles
+	}
+	if extMeta {
+		want.ExtCaps |= extMetadata
+	}
+	s, err := mysqlclient.Login(ctx, mc, want)
 	if err != nil {
-		if useTLS && cfg.TLSMode == TLSPreferred && sniff != nil && sniff.serverLacksTLS() {
-			// The server does not offer TLS: remember, and dial in the clear.
-			p.tlsUnsupported.Store(true)
-			return p.dial(ctx, foundRows, extMeta)
-		}
 		return nil, wrapDialError(err)
 	}
-	nc := cc.Conn.Conn
-	if nc == sniff {
-		nc = sniff.Conn
+	g := s.Greeting
+	if useTLS && g.Caps&mysqlwire.ClientSSL == 0 {
+		// Preferred, and the server does not offer TLS: the login went on
+		// in the clear; later dials do not ask.
+		p.tlsUnsupported.Store(true)
 	}
+	nc := s.Conn
 	now := time.Now()
 	// The relay's reads and writes go straight to the socket (not through
 	// TLS, which reads and writes nc itself).
@@ -449,29 +434,22 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 		nc:       nc,
 		r:        mysqlwire.NewReader(rw, make([]byte, bufSize), nil),
 		w:        mysqlwire.NewWriterSize(rw, bufSize),
-		threadID: cc.GetConnectionID(),
-		version:  cc.GetServerVersion(),
-		track:    cc.HasCapability(mysqlwire.ClientSessionTrack),
+		threadID: g.ConnID,
+		version:  g.Version,
+		greeting: g,
+		track:    s.Sent.Caps&mysqlwire.ClientSessionTrack != 0,
+		extCaps:  s.Sent.ExtCaps,
 		created:  now,
 		lastUsed: now,
 		// A new session's LAST_INSERT_ID() is 0.
 		liidKnown: true,
 	}
 	c.state.FoundRows = foundRows
-	c.acctInUse = p.inUseCount(p.cfg.User)
-	if sniff != nil {
-		c.extCaps = sniff.sent
-		p.extCaps.Store(sniff.avail)
-	}
 	c.state.ExtMetadata = c.extCaps&extMetadata != 0
+	c.acctInUse = p.inUseCount(p.cfg.User)
+	p.extCaps.Store(g.ExtCaps & (extBulk | extMetadata))
+	p.greeting.Store(&ServerGreeting{Collation: g.Collation, Caps: g.Caps, ExtCaps: g.ExtCaps})
 	c.live.init(nc)
-	if sniff != nil {
-		var ok bool
-		if c.greeting, ok = parseGreeting(sniff.head); ok {
-			g := c.greeting
-			p.greeting.Store(&ServerGreeting{Collation: g.collation, Caps: g.caps, ExtCaps: g.extCaps})
-		}
-	}
 	if lt := p.maxLifetime(); lt > 0 {
 		// dial runs in the filler, in acquirers (fit) and for the control
 		// connection at once; the generator is not safe for that.
@@ -499,30 +477,14 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 	return c, nil
 }
 
-// wrapDialError keeps a server error (wrong password, too many connections)
-// recognisable as a *mysqlwire.Error, and drops the stack traces go-mysql's
-// error wrapper adds (they would end up in logs).
-func wrapDialError(err error) error {
-	var me *gomysql.MyError
-	if errors.As(err, &me) {
-		return fmt.Errorf("backend refused login: %w", &mysqlwire.Error{Code: me.Code, State: me.State, Message: me.Message})
-	}
-	return pingcaperrors.Cause(err)
-}
-
-// sniffConn remembers the capability flags of the server's initial
-// handshake, so a failed TLS attempt can tell whether TLS is unsupported,
-// and adds MariaDB's extended capabilities (want, where the server offers
-// them) to the client's handshake response, which go-mysql leaves out:
-// sent records what was asked for. Behind an SSLRequest the response is
-// encrypted and goes out without them.
-type sniffConn struct {
-	net.Conn
-	head   []byte
-	want   uint32
-	sent   uint32
-	avail  uint32 // what the server offers of what tpproxy can relay
-	writes int
+// connectAttrs are the connection attributes of backend connections, as
+// go-mysql sent them for tpproxy.
+var connectAttrs = map[string]string{
+	"_client_name":     "tpproxy",
+	"program_name":     "tpproxy",
+	"_os":              runtime.GOOS,
+	"_platform":        runtime.GOARCH,
+	"_runtime_version": runtime.Version(),
 }
 
 // MariaDB's extended capabilities the pool can relay.
@@ -531,49 +493,15 @@ const (
 	extMetadata = mysqlwire.MariaDBClientExtendedMetadata
 )
 
-func (s *sniffConn) Write(b []byte) (int, error) {
-	s.writes++
-	// The first write is the handshake response (or a 32-byte SSLRequest):
-	// header, capabilities, max packet, collation, 23 bytes of filler
-	// whose last 4 carry the extended capabilities.
-	if s.writes == 1 && len(b) > 4+32 && s.want != 0 {
-		if g, ok := parseGreeting(s.head); ok && g.caps&mysqlwire.ClientLongPassword == 0 {
-			ext := g.extCaps & s.want
-			// The server reads them only from a client that clears
-			// CLIENT_MYSQL (long password) as MariaDB's own do.
-			b[4] &^= byte(mysqlwire.ClientLongPassword)
-			b[32] |= byte(ext)
-			b[33] |= byte(ext >> 8)
-			b[34] |= byte(ext >> 16)
-			b[35] |= byte(ext >> 24)
-			s.sent = ext
-			s.avail = g.extCaps & (extBulk | extMetadata)
-		}
+// wrapDialError keeps a server error (wrong password, too many connections)
+// recognisable as a *mysqlwire.Error; other errors (network, TLS) are
+// returned as they are.
+func wrapDialError(err error) error {
+	var me *mysqlwire.Error
+	if errors.As(err, &me) {
+		return fmt.Errorf("backend refused login: %w", me)
 	}
-	return s.Conn.Write(b)
-}
-
-func (s *sniffConn) Read(b []byte) (int, error) {
-	n, err := s.Conn.Read(b)
-	if len(s.head) < 256 {
-		s.head = append(s.head, b[:min(n, 256-len(s.head))]...)
-	}
-	return n, err
-}
-
-// serverLacksTLS reads CLIENT_SSL from the captured initial handshake.
-func (s *sniffConn) serverLacksTLS() bool {
-	p := s.head
-	if len(p) < 5 || p[4] != 10 {
-		return false
-	}
-	p = p[5:]
-	_, p, err := mysqlwire.NullTerminated(p) // server version
-	if err != nil || len(p) < 4+9+2 {
-		return false
-	}
-	capLow := uint16(p[13]) | uint16(p[14])<<8
-	return uint32(capLow)&mysqlwire.ClientSSL == 0
+	return err
 }
 
 func (c *Conn) close() {

@@ -224,7 +224,7 @@ func (p *Pool) scopedOn(ctx context.Context, c *Conn, g *Globals, name string) b
 	var me *mysqlwire.Error
 	scoped := err == nil
 	if errors.As(err, &me) {
-		err = nil // a global-only variable (1238)
+		err = nil // a global-only variable (ER_INCORRECT_GLOBAL_LOCAL_VAR)
 	}
 	if err == nil {
 		p.scopes.Store(name, scoped)

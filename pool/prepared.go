@@ -72,7 +72,7 @@ func (c *Conn) Prepare(ctx context.Context, key uint64, sql []byte, keepDefs boo
 	}
 	if mysqlwire.IsERR(p) {
 		e := mysqlwire.ParseERR(p)
-		if e.Code == erMaxPreparedStmtCount && c.stmts.lru.Len() > 0 {
+		if e.Code == mysqlwire.ErMaxPreparedStmtCountReached && c.stmts.lru.Len() > 0 {
 			// The server's max_prepared_stmt_count is reached, maybe by
 			// statements only tpproxy's cache holds: close them all and
 			// try once more (the list is empty then, so no loop).
@@ -200,9 +200,6 @@ func (c *Conn) clearPrepared() {
 	c.stmts.closing = c.stmts.closing[:0]
 	c.stmts.detached = 0
 }
-
-// erMaxPreparedStmtCount is ER_MAX_PREPARED_STMT_COUNT_REACHED.
-const erMaxPreparedStmtCount = 1461
 
 // defaultServerPrepared is max_prepared_stmt_count's default on MySQL and
 // MariaDB, assumed until the server's value is known.

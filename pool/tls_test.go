@@ -56,6 +56,10 @@ func TestBackendTLS(t *testing.T) {
 		if _, ok := c.NetConn().(*tls.Conn); !ok {
 			t.Fatalf("backend connection is a %T, want *tls.Conn", c.NetConn())
 		}
+		// MariaDB's extended capabilities go in the encrypted response.
+		if ext := p.ExtCaps(); ext&pool.ExtBulk == 0 {
+			t.Errorf("ExtCaps %#x over TLS, want bulk operations", ext)
+		}
 	})
 	t.Run("required with an unknown CA", func(t *testing.T) {
 		p := newPool(t, func(c *pool.Config) {

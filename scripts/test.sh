@@ -39,7 +39,6 @@ done <<'TARGETS'
 ./internal/mysqlwire FuzzCompressRead
 ./proxy FuzzParseHandshakeResponse
 ./proxy FuzzParseChangeUser
-./pool FuzzParseGreeting
 ./admin FuzzParse
 ./admin FuzzHandshake
 ./bench/internal/sysstat FuzzNodeExporter

@@ -3,8 +3,10 @@ package mysqlclient_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -157,7 +159,7 @@ func TestLoginFailures(t *testing.T) {
 		addr := startFake(t, "tcp", func(f *fakeConn) {
 			f.greet("mysql_native_password", fakeCaps)
 			f.readLogin()
-			f.send([]byte("\xfeclient_ed25519\x00abcdefghij0123456789abcdefghij01\x00"))
+			f.send([]byte("\xfeauth_gssapi_client\x00abcdefghij0123456789\x00"))
 			f.recv()
 		})
 		_, err := mysqlclient.Connect(context.Background(), mysqlclient.Config{Addr: addr, User: "u", Passwd: "x"})
@@ -258,5 +260,162 @@ func TestBrokenResponses(t *testing.T) {
 				t.Errorf("protocol failure reported as server error %v", se)
 			}
 		})
+	}
+}
+
+func TestSHA256Password(t *testing.T) {
+	const password = "secret"
+	key, pemKey := rsaKey(t)
+	t.Run("RSA key asked for", func(t *testing.T) {
+		addr := startFake(t, "tcp", func(f *fakeConn) {
+			f.greet("sha256_password", fakeCaps)
+			if l := f.readLogin(); l.plugin != "sha256_password" || !bytes.Equal(l.auth, []byte{1}) {
+				f.t.Errorf("handshake response: %+v", l)
+				return
+			}
+			f.send(append([]byte{1}, pemKey...))
+			if got := decryptPassword(f.t, key, f.recv(), fakeSalt); got != password {
+				f.t.Errorf("password %q arrived", got)
+			}
+			f.send(okPacket)
+			f.serveQueries()
+		})
+		connectFake(t, mysqlclient.Config{Addr: addr, User: "u", Passwd: password})
+	})
+	t.Run("switch, then the RSA key", func(t *testing.T) {
+		newSalt := []byte("ZYXWVUTSRQponmlkjihg")
+		addr := startFake(t, "tcp", func(f *fakeConn) {
+			f.greet("mysql_native_password", fakeCaps)
+			f.readLogin()
+			f.send(append(append([]byte("\xfesha256_password\x00"), newSalt...), 0))
+			if p := f.recv(); !bytes.Equal(p, []byte{1}) {
+				f.t.Errorf("switch answer %x, want a key request", p)
+				return
+			}
+			f.send(append([]byte{1}, pemKey...))
+			if got := decryptPassword(f.t, key, f.recv(), newSalt); got != password {
+				f.t.Errorf("password %q arrived", got)
+			}
+			f.send(okPacket)
+			f.serveQueries()
+		})
+		connectFake(t, mysqlclient.Config{Addr: addr, User: "u", Passwd: password})
+	})
+	t.Run("over a unix socket", func(t *testing.T) {
+		addr := startFake(t, "unix", func(f *fakeConn) {
+			f.greet("sha256_password", fakeCaps)
+			if l := f.readLogin(); string(l.auth) != password+"\x00" {
+				f.t.Errorf("expected the clear password, got %q", l.auth)
+			}
+			f.send(okPacket)
+			f.serveQueries()
+		})
+		connectFake(t, mysqlclient.Config{Net: "unix", Addr: addr, User: "u", Passwd: password})
+	})
+	t.Run("empty password", func(t *testing.T) {
+		addr := startFake(t, "tcp", func(f *fakeConn) {
+			f.greet("sha256_password", fakeCaps)
+			if l := f.readLogin(); !bytes.Equal(l.auth, []byte{0}) {
+				f.t.Errorf("auth response %x for an empty password", l.auth)
+			}
+			f.send(okPacket)
+			f.serveQueries()
+		})
+		connectFake(t, mysqlclient.Config{Addr: addr, User: "u"})
+	})
+}
+
+func TestEd25519Switch(t *testing.T) {
+	// 32 random bytes, ending in a NUL that is part of them.
+	scramble := []byte("abcdefghij0123456789abcdefghij0\x00")
+	const password = "0123456789abcdef0123456789abcdef" // a 32-byte password is the seed
+	priv := ed25519.NewKeyFromSeed([]byte(password))
+	addr := startFake(t, "tcp", func(f *fakeConn) {
+		f.greet("mysql_native_password", fakeCaps)
+		f.readLogin()
+		f.send(append([]byte("\xfeclient_ed25519\x00"), scramble...))
+		if p := f.recv(); !ed25519.Verify(priv.Public().(ed25519.PublicKey), scramble, p) {
+			f.t.Errorf("signature %x does not verify", p)
+		}
+		f.send(okPacket)
+		f.serveQueries()
+	})
+	connectFake(t, mysqlclient.Config{Addr: addr, User: "u", Passwd: password})
+}
+
+// TestLogin checks what Login asks for and that the connection it hands
+// over carries on with the caller's first command.
+func TestLogin(t *testing.T) {
+	const ext = mysqlwire.MariaDBClientStmtBulkOperations | mysqlwire.MariaDBClientCacheMetadata
+	offer := fakeCaps&^mysqlwire.ClientLongPassword | mysqlwire.ClientSessionTrack | mysqlwire.ClientConnectAttrs |
+		mysqlwire.ClientMultiStatements | mysqlwire.ClientFoundRows
+	wantCaps := offer &^ (mysqlwire.ClientConnectWithDB | mysqlwire.ClientTransactions | mysqlwire.ClientPluginAuthLenenc)
+	var dialed int
+	addr := startFake(t, "tcp", func(f *fakeConn) {
+		f.greetExt("mysql_native_password", offer, ext)
+		l := f.readLogin()
+		if l.caps != wantCaps || l.ext != mysqlwire.MariaDBClientStmtBulkOperations || l.collation != 0x34 {
+			f.t.Errorf("handshake response: caps %#x ext %#x collation %d, want %#x %#x 52", l.caps, l.ext, l.collation, wantCaps, mysqlwire.MariaDBClientStmtBulkOperations)
+		}
+		if want := "\x1e\x0c_client_name\x01a\x0cprogram_name\x01b"; string(l.attrs) != want {
+			f.t.Errorf("attributes %q, want %q", l.attrs, want)
+		}
+		f.send(okPacket)
+		if p := f.command(); len(p) != 1 || p[0] != mysqlwire.ComPing {
+			f.t.Errorf("first command %x", p)
+		}
+		f.send(okPacket)
+	})
+	cfg := mysqlclient.Config{
+		Addr: addr, User: "u", Passwd: "p", CollationID: 0x134, // low byte 0x34
+		MultiStatements: true, ClientFoundRows: true,
+		ConnectAttrs: map[string]string{"program_name": "b", "_client_name": "a"},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dialed++
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}
+	s, err := mysqlclient.Login(context.Background(), cfg, mysqlclient.Protocol{
+		Caps:    mysqlwire.ClientSessionTrack | mysqlwire.ClientMultiResults | mysqlwire.ClientPSMultiResults,
+		ExtCaps: mysqlwire.MariaDBClientStmtBulkOperations | mysqlwire.MariaDBClientExtendedMetadata,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Conn.Close()
+	if dialed != 1 {
+		t.Errorf("Config.Dial used %d times", dialed)
+	}
+	g := s.Greeting
+	if g.ConnID != 77 || g.Version != "8.0.99-fake" || g.Caps != offer || g.ExtCaps != ext || g.Collation != 45 ||
+		string(g.Salt) != string(fakeSalt) || g.Plugin != "mysql_native_password" {
+		t.Errorf("greeting %+v", g)
+	}
+	if s.Sent.Caps != wantCaps || s.Sent.ExtCaps != mysqlwire.MariaDBClientStmtBulkOperations {
+		t.Errorf("sent %#x/%#x, want %#x/%#x", s.Sent.Caps, s.Sent.ExtCaps, wantCaps, mysqlwire.MariaDBClientStmtBulkOperations)
+	}
+	r := mysqlwire.NewReader(s.Conn, make([]byte, 64), nil)
+	w := mysqlwire.NewWriterSize(s.Conn, 64)
+	if err := w.WritePacket([]byte{mysqlwire.ComPing}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r.SetSeq(1)
+	if p, err := r.ReadPacket(); err != nil || !mysqlwire.IsOK(p) {
+		t.Fatalf("ping over the handed-over connection: %x %v", p, err)
+	}
+}
+
+func TestLoginRefusedIsServerError(t *testing.T) {
+	addr := startFake(t, "tcp", func(f *fakeConn) {
+		f.greet("mysql_native_password", fakeCaps)
+		f.readLogin()
+		f.send([]byte("\xff\x15\x04#28000Access denied"))
+	})
+	_, err := mysqlclient.Login(context.Background(), mysqlclient.Config{Addr: addr, User: "u"}, mysqlclient.Protocol{})
+	if serverCode(err) != 1045 {
+		t.Errorf("got %v, want server error 1045", err)
 	}
 }

@@ -1,6 +1,7 @@
 package mysqlclient
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -31,6 +32,9 @@ type Config struct {
 	Net string
 	// Addr is host:port, or the socket path for "unix".
 	Addr string
+	// Dial opens the transport to Addr; ctx carries the timeout. nil: a
+	// net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// User and Passwd are the account; DBName, if set, is the default
 	// schema chosen at login.
 	User, Passwd, DBName string
@@ -50,11 +54,19 @@ type Config struct {
 	// Default DefaultCollation (id 45). Only collations with an id below
 	// 256 fit in the handshake; Validate rejects others.
 	Collation string
+	// CollationID, when not 0, is sent in place of Collation's id, for a
+	// caller that knows more collations than mysqlclient. Its low byte
+	// goes in the handshake, as go-mysql sends it: an id above 255 does not
+	// fit, and the caller sets that collation with SET NAMES after login.
+	CollationID uint16
 	// MultiStatements lets one COM_QUERY carry several statements
 	// (CLIENT_MULTI_STATEMENTS); Exec reads all their results.
 	MultiStatements bool
 	// ClientFoundRows makes affected-row counts report matched rows.
 	ClientFoundRows bool
+	// ConnectAttrs are connection attributes (performance_schema's
+	// session_connect_attrs), sent with CLIENT_CONNECT_ATTRS.
+	ConnectAttrs map[string]string
 	// MaxAllowedPacket bounds the logical packets read from the server.
 	// Default DefaultMaxAllowedPacket.
 	MaxAllowedPacket int
@@ -115,7 +127,7 @@ func (cfg *Config) Validate() error {
 	if cfg.Addr == "" {
 		return fmt.Errorf("%w: empty address", ErrBadConfig)
 	}
-	if cfg.Collation != "" {
+	if cfg.Collation != "" && cfg.CollationID == 0 {
 		if _, ok := collationIDs[cfg.Collation]; !ok {
 			return fmt.Errorf("%w: collation %q unknown to mysqlclient", ErrBadConfig, cfg.Collation)
 		}

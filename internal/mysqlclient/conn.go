@@ -5,6 +5,9 @@
 // load driver measures the server rather than itself. Rows are discarded:
 // it is not a general-purpose driver.
 //
+// Its login is also the pool's: Login runs the handshake with the
+// capabilities a caller asks for and hands the connection over.
+//
 // A Conn is used by one goroutine at a time; only Interrupt may be called
 // from another goroutine. Idle connections hold a 4 KiB read and a 4 KiB
 // write buffer; a packet larger than that borrows a buffer from the
@@ -90,20 +93,78 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	// MariaDB's cache metadata saves the server work on every
+	// COM_STMT_EXECUTE; libmariadb asks for it, so sysbench gets it too.
+	c, _, _, err := dialLogin(ctx, &cfg, Protocol{Caps: baseCaps, ExtCaps: mysqlwire.MariaDBClientCacheMetadata},
+		func(c *Conn) error { return c.setParams(cfg.Params) })
+	return c, err
+}
+
+// Protocol is what a login asks the server for, beyond what Config implies.
+type Protocol struct {
+	// Caps are capability flags; the server's offer masks them. Always
+	// asked for: protocol 4.1 with plugin authentication, CLIENT_MYSQL
+	// (long password) unless extended capabilities are,
+	// CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA when the auth response needs
+	// it, and what Config implies: CLIENT_CONNECT_WITH_DB, CLIENT_SSL,
+	// CLIENT_CONNECT_ATTRS, CLIENT_MULTI_STATEMENTS, CLIENT_FOUND_ROWS.
+	Caps uint32
+	// ExtCaps are MariaDB extended capabilities (mysqlwire.MariaDBClient*),
+	// asked for where the server offers them.
+	ExtCaps uint32
+}
+
+// Session is a connection that Login logged in and hands over.
+type Session struct {
+	// Conn is the socket, or the *tls.Conn over it. The login read nothing
+	// beyond the server's OK, so the next byte on Conn is the server's
+	// answer to the caller's first command.
+	Conn net.Conn
+	// Greeting is the server's initial handshake.
+	Greeting Greeting
+	// Sent is what the handshake response asked for (capability flags
+	// including CLIENT_SSL, and the extended capabilities): the server
+	// speaks the protocol they define.
+	Sent Protocol
+}
+
+// Login dials cfg.Addr and logs in as Connect does, asking for want, and
+// hands the connection over to the caller, which speaks the protocol from
+// there on (a proxy's backend connection). cfg.Params are not applied.
+// Errors are Connect's.
+func Login(ctx context.Context, cfg Config, want Protocol) (*Session, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	c, g, sent, err := dialLogin(ctx, &cfg, want, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Conn: c.nc, Greeting: g, Sent: sent}, nil
+}
+
+// dialLogin dials and runs the handshake, then after, if set, within the
+// same time bound.
+func dialLogin(ctx context.Context, cfg *Config, want Protocol, after func(*Conn) error) (*Conn, Greeting, Protocol, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, cfg.Net, cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("mysqlclient: connect to %s: %w", cfg.Addr, err)
+	dial := cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
 	}
-	c := newConn(nc, &cfg)
+	nc, err := dial(ctx, cfg.Net, cfg.Addr)
+	if err != nil {
+		return nil, Greeting{}, Protocol{}, fmt.Errorf("mysqlclient: connect to %s: %w", cfg.Addr, err)
+	}
+	c := newConn(nc, cfg)
 	// The context alone bounds the handshake (no socket deadline of its
 	// own), so a timed-out handshake always reports the context's error.
 	stop := context.AfterFunc(ctx, c.Interrupt)
-	err = c.handshake(ctx, &cfg)
-	if err == nil {
-		err = c.setParams(cfg.Params)
+	g, sent, err := c.handshake(ctx, cfg, want)
+	if err == nil && after != nil {
+		err = after(c)
 	}
 	if !stop() && err == nil {
 		err = fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
@@ -114,9 +175,9 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		if ctx.Err() != nil && !errors.As(err, &se) && !errors.Is(err, context.Cause(ctx)) {
 			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		}
-		return nil, fmt.Errorf("mysqlclient: connect to %s as %q: %w", cfg.Addr, cfg.User, err)
+		return nil, g, sent, fmt.Errorf("mysqlclient: connect to %s as %q: %w", cfg.Addr, cfg.User, err)
 	}
-	return c, nil
+	return c, g, sent, nil
 }
 
 // newConn wraps an open socket; the handshake has not happened yet.

@@ -76,6 +76,7 @@ func TestAccounts(t *testing.T) {
 		name string
 		cfg  mysqlclient.Config
 	}{
+		{"ed25519", mysqlclient.Config{Addr: srv.Addr, User: ed25519User, Passwd: ed25519Pass}},
 		{"mysql_native_password", mysqlclient.Config{Addr: srv.Addr, User: nativeUser, Passwd: nativePass}},
 		{"empty password", mysqlclient.Config{Addr: srv.Addr, User: emptyUser}},
 		{"auth switch", mysqlclient.WithInitialPlugin(
@@ -83,6 +84,9 @@ func TestAccounts(t *testing.T) {
 		{"unix socket", mysqlclient.Config{Net: "unix", Addr: srv.Socket, User: "root"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.cfg.User == ed25519User && !haveEd25519 {
+				t.Skip("the server has no ed25519 plugin")
+			}
 			c := connect(t, tc.cfg)
 			want := tc.cfg.User + "@"
 			if n := rowsOf(t, c, "SELECT 1 FROM DUAL WHERE CURRENT_USER() LIKE '"+want+"%'"); n != 1 {

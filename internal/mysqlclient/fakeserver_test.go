@@ -130,7 +130,11 @@ func (f *fakeConn) command() []byte {
 var okPacket = []byte{0, 0, 0, 2, 0, 0, 0}
 
 // greet sends a greeting with the given plugin and capabilities.
-func (f *fakeConn) greet(plugin string, caps uint32) {
+func (f *fakeConn) greet(plugin string, caps uint32) { f.greetExt(plugin, caps, 0) }
+
+// greetExt is greet with MariaDB extended capabilities, which the greeting
+// carries only with CLIENT_MYSQL (long password) clear.
+func (f *fakeConn) greetExt(plugin string, caps, ext uint32) {
 	b := []byte{10}
 	b = append(b, "8.0.99-fake"...)
 	b = append(b, 0)
@@ -142,7 +146,8 @@ func (f *fakeConn) greet(plugin string, caps uint32) {
 	b = binary.LittleEndian.AppendUint16(b, 2)
 	b = binary.LittleEndian.AppendUint16(b, uint16(caps>>16))
 	b = append(b, 21)
-	b = append(b, make([]byte, 10)...)
+	b = append(b, make([]byte, 6)...)
+	b = binary.LittleEndian.AppendUint32(b, ext)
 	b = append(b, fakeSalt[8:]...)
 	b = append(b, 0)
 	b = append(b, plugin...)
@@ -152,11 +157,14 @@ func (f *fakeConn) greet(plugin string, caps uint32) {
 
 // login is a decoded HandshakeResponse41.
 type login struct {
-	caps   uint32
-	user   string
-	auth   []byte
-	db     string
-	plugin string
+	caps      uint32
+	ext       uint32 // MariaDB's extended capabilities (the last filler bytes)
+	collation byte
+	user      string
+	auth      []byte
+	db        string
+	plugin    string
+	attrs     []byte // connection attributes, as sent
 }
 
 // readLogin reads and decodes the client's handshake response.
@@ -168,6 +176,8 @@ func (f *fakeConn) readLogin() login {
 		return l
 	}
 	l.caps = binary.LittleEndian.Uint32(p)
+	l.collation = p[8]
+	l.ext = binary.LittleEndian.Uint32(p[28:])
 	p = p[32:]
 	user, p, err := mysqlwire.NullTerminated(p)
 	if err != nil {
@@ -186,7 +196,10 @@ func (f *fakeConn) readLogin() login {
 		l.db, p = string(db), rest
 	}
 	if i := bytes.IndexByte(p, 0); i >= 0 {
-		l.plugin = string(p[:i])
+		l.plugin, p = string(p[:i]), p[i+1:]
+	}
+	if l.caps&mysqlwire.ClientConnectAttrs != 0 {
+		l.attrs = p
 	}
 	return l
 }

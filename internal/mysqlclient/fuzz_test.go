@@ -100,23 +100,48 @@ func FuzzReadResult(f *testing.F) {
 	})
 }
 
-// FuzzHandshake feeds arbitrary server bytes to the connection phase.
+// FuzzHandshake feeds arbitrary server bytes to the connection phase, as
+// Connect and as the pool (Login) run it.
 func FuzzHandshake(f *testing.F) {
 	greeting := []byte("\x0a5.5.5-10.11.14-MariaDB\x00\x2a\x00\x00\x00" +
 		"ABCDEFGH\x00\xfe\xf7\x2d\x02\x00\xff\x81\x15\x00\x00\x00\x00\x00\x00\x1d\x00\x00\x00" +
 		"IJKLMNOPQRST\x00mysql_native_password\x00")
-	f.Add(append(packets(0, greeting), packets(2, fzOK)...))
-	f.Add(append(packets(0, greeting), packets(2, []byte("\xfecaching_sha2_password\x00abcdefghij0123456789\x00"))...))
-	f.Add(append(packets(0, greeting), packets(2, []byte{1, 3}, fzOK)...))
-	f.Add(append(packets(0, greeting), packets(2, []byte{1, 4})...))
-	f.Add(packets(0, fzERR))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add(false, append(packets(0, greeting), packets(2, fzOK)...))
+	f.Add(true, append(packets(0, greeting), packets(2, fzOK)...))
+	f.Add(false, append(packets(0, greeting), packets(2, []byte("\xfecaching_sha2_password\x00abcdefghij0123456789\x00"))...))
+	f.Add(false, append(packets(0, greeting), packets(2, []byte("\xfeclient_ed25519\x00abcdefghij0123456789abcdefghij01"), fzOK)...))
+	f.Add(true, append(packets(0, greeting), packets(2, []byte("\xfesha256_password\x00abcdefghij0123456789\x00"), []byte("\x01-----BEGIN PUBLIC KEY-----"))...))
+	f.Add(false, append(packets(0, greeting), packets(2, []byte{1, 3}, fzOK)...))
+	f.Add(false, append(packets(0, greeting), packets(2, []byte{1, 4})...))
+	f.Add(false, append(packets(0, greeting), packets(2, fzOK, fzOK)...))
+	f.Add(false, packets(0, greeting[:30]))
+	f.Add(false, packets(0, []byte{10, 0}))
+	f.Add(false, packets(0, fzERR))
+	f.Fuzz(func(t *testing.T, proxy bool, data []byte) {
 		cfg := (&Config{Addr: "x", User: "u", Passwd: "p", MaxAllowedPacket: 1 << 20}).withDefaults()
+		want := Protocol{Caps: baseCaps, ExtCaps: mysqlwire.MariaDBClientCacheMetadata}
+		if proxy {
+			cfg.CollationID, cfg.ConnectAttrs = 45, map[string]string{"program_name": "tpproxy"}
+			want = Protocol{Caps: mysqlwire.ClientSessionTrack | mysqlwire.ClientMultiResults,
+				ExtCaps: mysqlwire.MariaDBClientStmtBulkOperations | mysqlwire.MariaDBClientExtendedMetadata}
+		}
 		c := newConn(&memConn{in: bytes.NewReader(data)}, &cfg)
-		err := c.handshake(context.Background(), &cfg)
+		g, sent, err := c.handshake(context.Background(), &cfg, want)
 		var se *mysqlwire.Error
 		if err != nil && !errors.As(err, &se) && !c.Broken() {
 			t.Fatalf("handshake error %v leaves the connection usable", err)
+		}
+		if err != nil {
+			return
+		}
+		if len(g.Salt) < 20 {
+			t.Fatalf("logged in with a salt of %d bytes", len(g.Salt))
+		}
+		if sent.Caps&^(g.Caps|mysqlwire.ClientSSL) != 0 || sent.ExtCaps&^(want.ExtCaps&g.ExtCaps) != 0 {
+			t.Fatalf("asked for %#x/%#x of an offer of %#x/%#x", sent.Caps, sent.ExtCaps, g.Caps, g.ExtCaps)
+		}
+		if sent.ExtCaps != 0 && sent.Caps&mysqlwire.ClientLongPassword != 0 {
+			t.Fatal("extended capabilities asked for with CLIENT_MYSQL set")
 		}
 	})
 }

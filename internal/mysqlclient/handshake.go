@@ -6,30 +6,44 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
-// baseCaps are always asked for. CLIENT_DEPRECATE_EOF is not: result sets
-// keep their EOF packets, one format fewer to get right.
-const baseCaps = mysqlwire.ClientLongPassword | mysqlwire.ClientProtocol41 | mysqlwire.ClientTransactions |
-	mysqlwire.ClientSecureConnection | mysqlwire.ClientMultiResults | mysqlwire.ClientPSMultiResults |
-	mysqlwire.ClientPluginAuth | mysqlwire.ClientPluginAuthLenenc
+// loginCaps are asked for by every login (where the server offers them:
+// CLIENT_MYSQL, long password, is not offered by MariaDB), and
+// CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA too when the auth response needs it.
+const loginCaps = mysqlwire.ClientLongPassword | mysqlwire.ClientProtocol41 | mysqlwire.ClientSecureConnection |
+	mysqlwire.ClientPluginAuth
 
-// greeting is what the client needs of the server's initial handshake.
-type greeting struct {
-	version string
-	connID  uint32
-	caps    uint32
-	ext     uint32 // MariaDB extended capabilities; 0 from MySQL
-	salt    []byte // owned copy
-	plugin  string
+// baseCaps are what Connect asks for. CLIENT_DEPRECATE_EOF is not: result
+// sets keep their EOF packets, one format fewer to get right.
+const baseCaps = loginCaps | mysqlwire.ClientPluginAuthLenenc | mysqlwire.ClientTransactions |
+	mysqlwire.ClientMultiResults | mysqlwire.ClientPSMultiResults
+
+// Greeting is the server's initial handshake (HandshakeV10).
+type Greeting struct {
+	// Version is the server version as sent (MariaDB prefixes "5.5.5-").
+	Version string
+	// ConnID is the server's connection id (what KILL takes).
+	ConnID uint32
+	// Caps are the capability flags offered; ExtCaps MariaDB's extended
+	// capabilities (0 from MySQL, which sets CLIENT_MYSQL).
+	Caps, ExtCaps uint32
+	// Collation is the low byte of the server's default collation id.
+	Collation uint8
+	// Salt is the scramble, 20 bytes from MySQL and MariaDB (a copy);
+	// Plugin is the authentication plugin it is for.
+	Salt   []byte
+	Plugin string
 }
 
 // parseGreeting decodes a HandshakeV10 payload.
-func parseGreeting(p []byte) (greeting, error) {
-	var g greeting
+func parseGreeting(p []byte) (Greeting, error) {
+	var g Greeting
 	if len(p) == 0 || p[0] != 10 {
 		return g, fmt.Errorf("%w: not a protocol 10 greeting", ErrProtocol)
 	}
@@ -37,62 +51,65 @@ func parseGreeting(p []byte) (greeting, error) {
 	if err != nil || len(p) < 4+8+1+2 {
 		return g, fmt.Errorf("%w: short greeting", ErrProtocol)
 	}
-	g.version = strings.TrimPrefix(string(ver), "5.5.5-")
-	g.connID = binary.LittleEndian.Uint32(p)
-	g.salt = append(make([]byte, 0, 20), p[4:12]...)
-	g.caps = uint32(binary.LittleEndian.Uint16(p[13:]))
+	g.Version = string(ver)
+	g.ConnID = binary.LittleEndian.Uint32(p)
+	g.Salt = append(make([]byte, 0, 20), p[4:12]...)
+	g.Caps = uint32(binary.LittleEndian.Uint16(p[13:]))
 	p = p[15:]
 	if len(p) < 1+2+2+1+10 {
 		// A pre-4.1 greeting ends here; the caller refuses it.
 		return g, nil
 	}
-	g.caps |= uint32(binary.LittleEndian.Uint16(p[3:])) << 16
+	g.Collation = p[0]
+	g.Caps |= uint32(binary.LittleEndian.Uint16(p[3:])) << 16
 	authLen := int(p[5])
-	if g.caps&mysqlwire.ClientLongPassword == 0 {
+	if g.Caps&mysqlwire.ClientLongPassword == 0 {
 		// MariaDB: the last 4 reserved bytes are extended capabilities.
-		g.ext = binary.LittleEndian.Uint32(p[12:])
+		g.ExtCaps = binary.LittleEndian.Uint32(p[12:])
 	}
 	p = p[16:]
-	if g.caps&mysqlwire.ClientSecureConnection != 0 {
+	if g.Caps&mysqlwire.ClientSecureConnection != 0 {
 		// The second part of the salt is max(13, authLen-8) bytes, the
 		// last of which is a NUL that is not part of the salt.
 		n := max(13, authLen-8)
 		if len(p) < n {
 			return g, fmt.Errorf("%w: short salt in greeting", ErrProtocol)
 		}
-		g.salt = append(g.salt, p[:n-1]...)
+		g.Salt = append(g.Salt, p[:n-1]...)
 		p = p[n:]
 	}
-	if g.caps&mysqlwire.ClientPluginAuth != 0 {
+	if g.Caps&mysqlwire.ClientPluginAuth != 0 {
 		// Some servers leave out the terminating NUL.
 		if i := bytes.IndexByte(p, 0); i >= 0 {
 			p = p[:i]
 		}
-		g.plugin = string(p)
+		g.Plugin = string(p)
 	}
 	return g, nil
 }
 
-// handshake runs the connection phase: greeting, optional TLS, login.
-func (c *Conn) handshake(ctx context.Context, cfg *Config) error {
+// handshake runs the connection phase: greeting, optional TLS, login. It
+// asks for want and what cfg implies, where the server offers them, and
+// returns the greeting and what the handshake response asked for.
+func (c *Conn) handshake(ctx context.Context, cfg *Config, want Protocol) (Greeting, Protocol, error) {
 	p, err := c.readPacket()
 	if err != nil {
-		return err
+		return Greeting{}, Protocol{}, err
 	}
 	if p[0] == mysqlwire.ERRHeader {
 		// Refused before login (too many connections, host blocked).
 		c.broken.Store(true)
-		return mysqlwire.ParseERR(p)
+		return Greeting{}, Protocol{}, mysqlwire.ParseERR(p)
 	}
 	g, err := parseGreeting(p)
 	if err != nil {
-		return c.fail(err)
+		return g, Protocol{}, c.fail(err)
 	}
-	c.connID, c.version = g.connID, g.version
-	if g.caps&mysqlwire.ClientProtocol41 == 0 || g.caps&mysqlwire.ClientSecureConnection == 0 {
-		return c.fail(fmt.Errorf("%w: server %s lacks protocol 4.1 authentication", ErrProtocol, g.version))
+	c.connID, c.version = g.ConnID, strings.TrimPrefix(g.Version, "5.5.5-")
+	if g.Caps&mysqlwire.ClientProtocol41 == 0 || g.Caps&mysqlwire.ClientSecureConnection == 0 {
+		return g, Protocol{}, c.fail(fmt.Errorf("%w: server %s lacks protocol 4.1 authentication", ErrProtocol, c.version))
 	}
-	caps := baseCaps
+	caps := want.Caps | loginCaps
 	if cfg.DBName != "" {
 		caps |= mysqlwire.ClientConnectWithDB
 	}
@@ -102,46 +119,67 @@ func (c *Conn) handshake(ctx context.Context, cfg *Config) error {
 	if cfg.ClientFoundRows {
 		caps |= mysqlwire.ClientFoundRows
 	}
-	caps &= g.caps
-	var ext uint32
-	// MariaDB's cache metadata saves the server work on every
-	// COM_STMT_EXECUTE; libmariadb asks for it, so sysbench gets it too. It
-	// is asked for with CLIENT_MYSQL (long password) clear.
-	if g.ext&mysqlwire.MariaDBClientCacheMetadata != 0 {
-		ext = mysqlwire.MariaDBClientCacheMetadata
-		caps &^= mysqlwire.ClientLongPassword
-		c.cacheMeta = true
+	if len(cfg.ConnectAttrs) > 0 {
+		caps |= mysqlwire.ClientConnectAttrs
 	}
-	collation := collationIDs[cfg.Collation]
+	caps &= g.Caps
+	ext := want.ExtCaps & g.ExtCaps
+	if ext != 0 {
+		// MariaDB reads them from a client that clears CLIENT_MYSQL (long
+		// password), as its own do.
+		caps &^= mysqlwire.ClientLongPassword
+	}
+	// With cache metadata a column count is followed by a flag.
+	c.cacheMeta = ext&mysqlwire.MariaDBClientCacheMetadata != 0
+	collation := byte(cfg.CollationID)
+	if cfg.CollationID == 0 {
+		collation = collationIDs[cfg.Collation]
+	}
 
+	useTLS := false
 	if cfg.TLS != nil {
 		switch {
-		case g.caps&mysqlwire.ClientSSL != 0:
-			if err := c.startTLS(ctx, cfg.TLS, caps|mysqlwire.ClientSSL, ext, collation); err != nil {
-				return err
-			}
-			caps |= mysqlwire.ClientSSL
+		case g.Caps&mysqlwire.ClientSSL != 0:
+			useTLS = true
 		case !cfg.AllowFallbackToPlaintext:
-			return c.fail(ErrNoTLS)
+			return g, Protocol{}, c.fail(ErrNoTLS)
 		}
 	}
-
-	plugin := g.plugin
+	plugin := g.Plugin
 	if cfg.initialPlugin != "" {
 		plugin = cfg.initialPlugin
 	}
-	plugin, auth, err := authResponse(plugin, g.salt, cfg)
+	plugin, auth, err := authResponse(plugin, g.Salt, cfg, c.secure || useTLS)
 	if err != nil {
-		return c.fail(err)
+		return g, Protocol{}, c.fail(err)
 	}
-	b := handshakeHead(make([]byte, 0, 64+len(cfg.User)+len(auth)+len(cfg.DBName)+len(plugin)), caps, ext, collation)
+	if len(auth) > 250 {
+		// Its length does not fit in one byte of the old format.
+		caps |= mysqlwire.ClientPluginAuthLenenc & g.Caps
+	}
+	if useTLS {
+		caps |= mysqlwire.ClientSSL
+		if err := c.startTLS(ctx, cfg.TLS, caps, ext, collation); err != nil {
+			return g, Protocol{}, err
+		}
+	}
+	sent := Protocol{Caps: caps, ExtCaps: ext}
+
+	size := 64 + len(cfg.User) + len(auth) + len(cfg.DBName) + len(plugin)
+	if caps&mysqlwire.ClientConnectAttrs != 0 {
+		size += 9
+		for k, v := range cfg.ConnectAttrs {
+			size += 18 + len(k) + len(v)
+		}
+	}
+	b := handshakeHead(make([]byte, 0, size), caps, ext, collation)
 	b = append(b, cfg.User...)
 	b = append(b, 0)
 	if caps&mysqlwire.ClientPluginAuthLenenc != 0 {
 		b = mysqlwire.AppendLenEncInt(b, uint64(len(auth)))
 	} else {
 		if len(auth) > 255 {
-			return c.fail(fmt.Errorf("%w: auth response of %d bytes", ErrAuth, len(auth)))
+			return g, sent, c.fail(fmt.Errorf("%w: auth response of %d bytes", ErrAuth, len(auth)))
 		}
 		b = append(b, byte(len(auth)))
 	}
@@ -154,10 +192,43 @@ func (c *Conn) handshake(ctx context.Context, cfg *Config) error {
 		b = append(b, plugin...)
 		b = append(b, 0)
 	}
-	if err := c.writeAuthPacket(b); err != nil {
-		return err
+	if caps&mysqlwire.ClientConnectAttrs != 0 {
+		b = appendAttrs(b, cfg.ConnectAttrs)
 	}
-	return c.authLoop(plugin, g.salt, cfg)
+	if err := c.writeAuthPacket(b); err != nil {
+		return g, sent, err
+	}
+	return g, sent, c.authLoop(plugin, g.Salt, cfg)
+}
+
+// appendAttrs appends connection attributes, in name order: their total
+// length, then length-encoded names and values.
+func appendAttrs(b []byte, attrs map[string]string) []byte {
+	n := 0
+	for k, v := range attrs {
+		n += lenEncSize(len(k)) + len(k) + lenEncSize(len(v)) + len(v)
+	}
+	b = mysqlwire.AppendLenEncInt(b, uint64(n))
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		b = mysqlwire.AppendLenEncInt(b, uint64(len(k)))
+		b = append(b, k...)
+		b = mysqlwire.AppendLenEncInt(b, uint64(len(attrs[k])))
+		b = append(b, attrs[k]...)
+	}
+	return b
+}
+
+// lenEncSize is the length of n as a length-encoded integer.
+func lenEncSize(n int) int {
+	switch {
+	case n < 251:
+		return 1
+	case n < 1<<16:
+		return 3
+	case n < 1<<24:
+		return 4
+	}
+	return 9
 }
 
 // handshakeHead is the fixed start of SSLRequest and HandshakeResponse41:
@@ -200,9 +271,10 @@ func (c *Conn) writeAuthPacket(payload []byte) error {
 }
 
 // authLoop reads the server's answers to the login until OK or ERR,
-// answering one auth switch and caching_sha2_password's extra rounds.
+// answering one auth switch, caching_sha2_password's extra rounds and
+// sha256_password's RSA key.
 func (c *Conn) authLoop(plugin string, salt []byte, cfg *Config) error {
-	switched := false
+	switched, keySent := false, false
 	for {
 		p, err := c.readPacket()
 		if err != nil {
@@ -226,13 +298,16 @@ func (c *Conn) authLoop(plugin string, salt []byte, cfg *Config) error {
 				return c.fail(fmt.Errorf("%w: server asks for mysql_old_password", ErrAuth))
 			}
 			plugin = string(name)
-			if plugin != pluginNative && plugin != pluginSHA2 && plugin != pluginClearText {
+			if !speaks(plugin) {
 				return c.fail(fmt.Errorf("%w: server asks for plugin %q", ErrAuth, plugin))
 			}
-			// The new salt is NUL-terminated; copy it out of the read buffer.
-			data = bytes.TrimSuffix(data, []byte{0})
+			// The new salt is NUL-terminated but for client_ed25519's
+			// 32 random bytes; copy it out of the read buffer.
+			if plugin != pluginEd25519 || len(data) > ed25519ScrambleBytes {
+				data = bytes.TrimSuffix(data, []byte{0})
+			}
 			salt = append([]byte(nil), data...)
-			_, auth, err := authResponse(plugin, salt, cfg)
+			_, auth, err := authResponse(plugin, salt, cfg, c.secure)
 			if err != nil {
 				return c.fail(err)
 			}
@@ -240,6 +315,18 @@ func (c *Conn) authLoop(plugin string, salt []byte, cfg *Config) error {
 				return err
 			}
 		case mysqlwire.AuthMoreDataHeader:
+			if plugin == pluginSHA256 && !c.secure && cfg.Passwd != "" && !keySent {
+				// The RSA key asked for: the password goes encrypted.
+				keySent = true
+				enc, err := encryptPassword(cfg.Passwd, salt, p[1:])
+				if err != nil {
+					return c.fail(err)
+				}
+				if err := c.writeAuthPacket(enc); err != nil {
+					return err
+				}
+				continue
+			}
 			if plugin != pluginSHA2 || len(p) != 2 {
 				return c.protocolError("unexpected auth data", p)
 			}

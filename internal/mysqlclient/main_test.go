@@ -29,8 +29,13 @@ const (
 	nativeUser   = "mc_native"
 	nativePass   = "native-pw"
 	emptyUser    = "mc_empty"
+	ed25519User  = "mc_ed25519"
+	ed25519Pass  = "ed-pw"
 	testDB       = "mctest"
 )
+
+// haveEd25519: MariaDB's ed25519 plugin loaded, ed25519User exists.
+var haveEd25519 bool
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
@@ -93,6 +98,14 @@ func setupServer(srv *sandbox.Server) error {
 	}
 	if err := srv.Exec(ctx, stmts...); err != nil {
 		return err
+	}
+	if srv.Flavor != sandbox.MySQL && srv.Exec(ctx, "INSTALL SONAME 'auth_ed25519'") == nil {
+		acct := "'" + ed25519User + "'@'%'"
+		if err := srv.Exec(ctx, "CREATE USER "+acct+" IDENTIFIED VIA ed25519 USING PASSWORD('"+ed25519Pass+"')",
+			"GRANT ALL ON *.* TO "+acct); err != nil {
+			return err
+		}
+		haveEd25519 = true
 	}
 	return srv.CreateDatabase(ctx, testDB)
 }

@@ -93,9 +93,18 @@ func TestParseGreeting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.version != "10.11.14-MariaDB" || g.connID != 42 || string(g.salt) != "ABCDEFGHIJKLMNOPQRST" ||
-		g.plugin != pluginNative || g.caps&mysqlwire.ClientProtocol41 == 0 || g.caps&mysqlwire.ClientPluginAuth == 0 || g.ext != 0x1d {
+	if g.Version != "5.5.5-10.11.14-MariaDB" || g.ConnID != 42 || string(g.Salt) != "ABCDEFGHIJKLMNOPQRST" ||
+		g.Plugin != pluginNative || g.Caps&mysqlwire.ClientProtocol41 == 0 || g.Caps&mysqlwire.ClientPluginAuth == 0 ||
+		g.ExtCaps != 0x1d || g.Collation != 45 {
 		t.Errorf("parsed %+v", g)
+	}
+	if g.Caps&mysqlwire.ClientSSL != 0 {
+		t.Error("capabilities 0xf7fe taken to include CLIENT_SSL")
+	}
+	withTLS := []byte(string(p))
+	withTLS[len("\x0a5.5.5-10.11.14-MariaDB\x00")+4+8+2] = 0xff
+	if g, err := parseGreeting(withTLS); err != nil || g.Caps&mysqlwire.ClientSSL == 0 {
+		t.Errorf("capabilities 0xfffe taken to lack CLIENT_SSL (%v)", err)
 	}
 	for i := range p {
 		// Truncated greetings must not panic; most are errors.

@@ -107,3 +107,45 @@ const (
 	SHA2FastAuthOK       = 0x03
 	SHA2PerformFullAuth  = 0x04
 )
+
+// Authentication plugins, by the names the greeting, AuthSwitchRequest and
+// the handshake response carry.
+const (
+	AuthNativePassword      = "mysql_native_password"
+	AuthCachingSHA2Password = "caching_sha2_password"
+	AuthSHA256Password      = "sha256_password"
+	AuthClearPassword       = "mysql_clear_password"
+	// AuthEd25519 is the client side of MariaDB's ed25519 plugin.
+	AuthEd25519 = "client_ed25519"
+)
+
+// Server error codes (ER_*) that tpproxy reacts to or sends.
+const (
+	ErConCount                    = 1040 // ER_CON_COUNT_ERROR: too many connections
+	ErHandshake                   = 1043 // ER_HANDSHAKE_ERROR
+	ErAccessDenied                = 1045 // ER_ACCESS_DENIED_ERROR
+	ErNoDB                        = 1046 // ER_NO_DB_ERROR
+	ErUnknownCom                  = 1047 // ER_UNKNOWN_COM_ERROR
+	ErBadDB                       = 1049 // ER_BAD_DB_ERROR
+	ErServerShutdown              = 1053 // ER_SERVER_SHUTDOWN
+	ErParse                       = 1064 // ER_PARSE_ERROR
+	ErNoSuchThread                = 1094 // ER_NO_SUCH_THREAD
+	ErKillDenied                  = 1095 // ER_KILL_DENIED_ERROR
+	ErUnknown                     = 1105 // ER_UNKNOWN_ERROR
+	ErHostIsBlocked               = 1129 // ER_HOST_IS_BLOCKED
+	ErNotAllowedCommand           = 1148 // ER_NOT_ALLOWED_COMMAND
+	ErNetPacketTooLarge           = 1153 // ER_NET_PACKET_TOO_LARGE
+	ErNetPacketsOutOfOrder        = 1156 // ER_NET_PACKETS_OUT_OF_ORDER
+	ErWrongArguments              = 1210 // ER_WRONG_ARGUMENTS
+	ErSpecificAccessDenied        = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
+	ErNotSupportedYet             = 1235 // ER_NOT_SUPPORTED_YET
+	ErIncorrectGlobalLocalVar     = 1238 // ER_INCORRECT_GLOBAL_LOCAL_VAR
+	ErUnknownStmtHandler          = 1243 // ER_UNKNOWN_STMT_HANDLER
+	ErUnsupportedPS               = 1295 // ER_UNSUPPORTED_PS
+	ErQueryInterrupted            = 1317 // ER_QUERY_INTERRUPTED
+	ErStmtHasNoOpenCursor         = 1421 // ER_STMT_HAS_NO_OPEN_CURSOR
+	ErMaxPreparedStmtCountReached = 1461 // ER_MAX_PREPARED_STMT_COUNT_REACHED
+	ErNeedReprepare               = 1615 // ER_NEED_REPREPARE
+	ErConnectionKilled            = 1927 // ER_CONNECTION_KILLED (MariaDB)
+	ErSecureTransportRequired     = 3159 // ER_SECURE_TRANSPORT_REQUIRED (MySQL)
+)

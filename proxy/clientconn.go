@@ -61,7 +61,7 @@ func (s *clientConn) armIdleTimeout() {
 // the session ends for inactivity (MariaDB closes without a word).
 func (s *clientConn) writeInactivity() {
 	s.w.SetSeq(0)
-	_ = s.w.WriteERR(&mysqlwire.Error{Code: 4031, State: "HY000",
+	_ = s.w.WriteERR(&mysqlwire.Error{Code: erClientInteractionTimeout, State: "HY000",
 		Message: "The client was disconnected by the server because of inactivity. See wait_timeout and interactive_timeout for configuring this behavior."})
 	_ = s.w.Flush()
 }

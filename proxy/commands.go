@@ -154,7 +154,7 @@ func (s *Session) setOption(p []byte) error {
 		s.state.SetMultiStatements(false)
 		s.caps &^= capMultiStatements
 	default:
-		return s.writeErr(&mysqlwire.Error{Code: 1047, State: "08S01", Message: "Unknown command"})
+		return s.writeErr(&mysqlwire.Error{Code: erUnknownCom, State: "08S01", Message: "Unknown command"})
 	}
 	return s.w.WriteEOF(0, s.status())
 }

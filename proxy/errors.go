@@ -26,27 +26,28 @@ const (
 	CodeQueueTimeout = 9004
 )
 
-// Server error codes tpproxy reproduces.
+// Server error codes tpproxy reproduces (defined in mysqlwire).
 const (
-	erConCount          = 1040
-	erServerShutdown    = 1053
-	erAccessDenied      = 1045
-	erHostIsBlocked     = 1129
-	erInsecureTransport = 3159 // ER_SECURE_TRANSPORT_REQUIRED (MySQL)
-	erHandshake         = 1043
-	erUnknownCom        = 1047
-	erNetPacketTooLarge = 1153
-	erPacketsOutOfOrder = 1156
-	erNoDB              = 1046
-	erBadDB             = 1049
-	erNoSuchThread      = 1094
-	erKillDenied        = 1095
-	erNotAllowedCommand = 1148
-	erNotSupportedYet   = 1235
-	erUnsupportedPS     = 1295
-	erQueryInterrupted  = 1317
-	erConnectionKilled  = 1927
-	erUnknown           = 1105
+	erConCount                 = mysqlwire.ErConCount
+	erServerShutdown           = mysqlwire.ErServerShutdown
+	erAccessDenied             = mysqlwire.ErAccessDenied
+	erHostIsBlocked            = mysqlwire.ErHostIsBlocked
+	erInsecureTransport        = mysqlwire.ErSecureTransportRequired
+	erHandshake                = mysqlwire.ErHandshake
+	erUnknownCom               = mysqlwire.ErUnknownCom
+	erNetPacketTooLarge        = mysqlwire.ErNetPacketTooLarge
+	erPacketsOutOfOrder        = mysqlwire.ErNetPacketsOutOfOrder
+	erNoDB                     = mysqlwire.ErNoDB
+	erBadDB                    = mysqlwire.ErBadDB
+	erNoSuchThread             = mysqlwire.ErNoSuchThread
+	erKillDenied               = mysqlwire.ErKillDenied
+	erNotAllowedCommand        = mysqlwire.ErNotAllowedCommand
+	erNotSupportedYet          = mysqlwire.ErNotSupportedYet
+	erUnsupportedPS            = mysqlwire.ErUnsupportedPS
+	erQueryInterrupted         = mysqlwire.ErQueryInterrupted
+	erConnectionKilled         = mysqlwire.ErConnectionKilled
+	erUnknown                  = mysqlwire.ErUnknown
+	erClientInteractionTimeout = mysqlwire.ErClientInteractionTimeout
 )
 
 var (

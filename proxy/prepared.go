@@ -28,11 +28,11 @@ const maxClientStatements = 16382
 
 // Server error codes of the prepared-statement protocol.
 const (
-	erWrongArguments       = 1210
-	erUnknownStmtHandler   = 1243
-	erNoOpenCursor         = 1421
-	erMaxPreparedStmtCount = 1461
-	erNeedReprepare        = 1615
+	erWrongArguments       = mysqlwire.ErWrongArguments
+	erUnknownStmtHandler   = mysqlwire.ErUnknownStmtHandler
+	erNoOpenCursor         = mysqlwire.ErStmtHasNoOpenCursor
+	erMaxPreparedStmtCount = mysqlwire.ErMaxPreparedStmtCountReached
+	erNeedReprepare        = mysqlwire.ErNeedReprepare
 )
 
 // clientStmt is a statement a session prepared.

@@ -146,6 +146,8 @@ const (
 	ErStmtHasNoOpenCursor         = 1421 // ER_STMT_HAS_NO_OPEN_CURSOR
 	ErMaxPreparedStmtCountReached = 1461 // ER_MAX_PREPARED_STMT_COUNT_REACHED
 	ErNeedReprepare               = 1615 // ER_NEED_REPREPARE
+	ErAccessDeniedNoPassword      = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
 	ErConnectionKilled            = 1927 // ER_CONNECTION_KILLED (MariaDB)
 	ErSecureTransportRequired     = 3159 // ER_SECURE_TRANSPORT_REQUIRED (MySQL)
+	ErClientInteractionTimeout    = 4031 // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8.0.24+)
 )

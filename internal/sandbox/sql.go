@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
 // MySQL error numbers that end a readiness wait at once: the server is up
 // but will not let root in, and waiting will not change that.
 const (
-	erAccessDenied       = 1045
-	erAccessDeniedNoPass = 1698
+	erAccessDenied       = mysqlwire.ErAccessDenied
+	erAccessDeniedNoPass = mysqlwire.ErAccessDeniedNoPassword
 )
 
 // readyPollInterval is the readiness ticker period. Starting takes a few

@@ -92,6 +92,11 @@ type Server struct {
 
 	// conns counts connections being served, logged in or not.
 	conns atomic.Int64
+
+	// engineMu guards engine, the SQL engine of SELECTs over the views,
+	// opened at the first.
+	engineMu sync.Mutex
+	engine   *engine
 }
 
 // New returns an admin server over the proxy's scheduler, front end and
@@ -153,6 +158,12 @@ func (a *Server) Close() {
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
+	a.engineMu.Lock()
+	if a.engine != nil {
+		a.engine.close()
+		a.engine = nil
+	}
+	a.engineMu.Unlock()
 }
 
 // serveConn runs one admin connection from handshake to teardown, on the
@@ -167,7 +178,7 @@ func (a *Server) serveConn(ctx context.Context, nc net.Conn) {
 		ServerVersion: serverVersion,
 		User:          a.cfg.User,
 		Password:      a.cfg.Password,
-		Handler:       &handler{a: a},
+		Handler:       &handler{a: a, id: id, host: hostOf(nc.RemoteAddr())},
 		Logger:        a.log,
 	})
 	a.log.Debug("admin: session ended", "conn_id", id, "err", err)
@@ -175,12 +186,26 @@ func (a *Server) serveConn(ctx context.Context, nc net.Conn) {
 
 // handler answers one connection's queries.
 type handler struct {
-	a *Server
+	a    *Server
+	id   uint32 // the connection id
+	host string // the client's address, without the port
+}
+
+// hostOf is the host of a client address.
+func hostOf(addr net.Addr) string {
+	if addr == nil {
+		return "localhost"
+	}
+	h, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	return h
 }
 
 // Query implements proxy.LocalHandler.
-func (h *handler) Query(_ context.Context, q string) (*proxy.LocalResult, error) {
-	res, err := h.a.query(q)
+func (h *handler) Query(ctx context.Context, q string) (*proxy.LocalResult, error) {
+	res, err := h.a.query(ctx, h, q)
 	if err != nil {
 		me := toMySQL(err)
 		return nil, &mysqlwire.Error{Code: me.Code, State: me.State, Message: me.Message}

@@ -3,6 +3,7 @@ package admin
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -43,14 +44,37 @@ var (
 	errNoSuchThread = errors.New("admin: no such session")
 	// errPrepared: the binary protocol, which the admin port does not speak.
 	errPrepared = errors.New("admin: prepared statements are not supported")
+	// errNoSuchTable: a table of another schema.
+	errNoSuchTable = errors.New("admin: no such table")
+	// errAmbiguous: a column name more than one table of a join has.
+	errAmbiguous = errors.New("admin: ambiguous column")
+	// errNoFunction: a function neither SQLite nor the admin port has.
+	errNoFunction = errors.New("admin: no such function")
+	// errParamCount: a function called with the wrong number of arguments.
+	errParamCount = errors.New("admin: wrong parameter count")
+	// errGroupFunc: an aggregate where none may be (SUM(COUNT(*))).
+	errGroupFunc = errors.New("admin: invalid use of group function")
+	// errOperand: a row or a many-column subquery where one value goes.
+	errOperand = errors.New("admin: operand should contain one column")
+	// errColumnCount: UNION of selects with different column counts.
+	errColumnCount = errors.New("admin: different number of columns")
+	// errTimeout: a query ran longer than queryTimeout.
+	errTimeout = errors.New("admin: query timeout")
+	// errInterrupted: the client went away during a query.
+	errInterrupted = errors.New("admin: query interrupted")
+	// errResources: the engine's memory limit was reached.
+	errResources = errors.New("admin: out of memory")
+	// errTooBig: a result over maxResultBytes.
+	errTooBig = errors.New("admin: result too big")
 	// errUnknownCommand: a protocol command other than query, ping,
 	// init_db, quit, set_option and reset_connection.
 	errUnknownCommand = errors.New("admin: unknown command")
 )
 
 // unsupportedMsg lists what the admin port understands.
-const unsupportedMsg = "tpproxy admin: unsupported statement; supported: SHOW VARIABLES, SET GLOBAL, " +
-	"SELECT ... FROM information_schema.THREAD_POOL_*, FLUSH THREAD_POOL_STATS, SHOW PROCESSLIST, SHOW STATUS, KILL"
+const unsupportedMsg = "tpproxy admin: unsupported statement; supported: SELECT (over the information_schema views: " +
+	"THREAD_POOL_*, PROCESSLIST, TPPROXY_*, GLOBAL_VARIABLES, GLOBAL_STATUS), SHOW VARIABLES, SHOW STATUS, " +
+	"SHOW PROCESSLIST, SET GLOBAL, FLUSH THREAD_POOL_STATS, FLUSH HOSTS, KILL"
 
 // stmtError is an error with the text the client is to see.
 type stmtError struct {
@@ -77,7 +101,8 @@ func syntaxError(q string, pos int) error {
 		}
 		near = near[:cut]
 	}
-	return newErr(errSyntax, "tpproxy admin: syntax error near '%s'", near)
+	line := 1 + strings.Count(q[:min(pos, len(q))], "\n")
+	return newErr(errSyntax, "tpproxy admin: syntax error near '%s' at line %d", near, line)
 }
 
 func unknownVariable(name string) error {
@@ -112,6 +137,10 @@ func unknownTable(name, schema string) error {
 	return newErr(errUnknownTable, "Unknown table '%s' in %s", name, schema)
 }
 
+func noSuchTable(schema, name string) error {
+	return newErr(errNoSuchTable, "Table '%s.%s' doesn't exist", schema, name)
+}
+
 func noSuchThread(id string) error {
 	return newErr(errNoSuchThread, "Unknown thread id: %s", id)
 }
@@ -132,6 +161,17 @@ var errCodes = []struct {
 	{errWrongType, mysql.ER_WRONG_TYPE_FOR_VAR},
 	{errUnknownColumn, mysql.ER_BAD_FIELD_ERROR},
 	{errUnknownTable, mysql.ER_UNKNOWN_TABLE},
+	{errNoSuchTable, mysql.ER_NO_SUCH_TABLE},
+	{errAmbiguous, mysql.ER_NON_UNIQ_ERROR},
+	{errNoFunction, mysql.ER_SP_DOES_NOT_EXIST},
+	{errParamCount, mysql.ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT},
+	{errGroupFunc, mysql.ER_INVALID_GROUP_FUNC_USE},
+	{errOperand, mysql.ER_OPERAND_COLUMNS},
+	{errColumnCount, mysql.ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT},
+	{errTimeout, erStatementTimeout},
+	{errInterrupted, mysql.ER_QUERY_INTERRUPTED},
+	{errResources, mysql.ER_OUT_OF_RESOURCES},
+	{errTooBig, mysql.ER_OUT_OF_RESOURCES},
 	{errNoSuchThread, mysql.ER_NO_SUCH_THREAD},
 	{errPrepared, mysql.ER_UNSUPPORTED_PS},
 	{errUnknownCommand, mysql.ER_UNKNOWN_COM_ERROR},

@@ -11,7 +11,7 @@ const (
 	tokQuoted         // `identifier`
 	tokString         // 'text' or "text"
 	tokNumber         // 12, 1.5, 2e3 (without sign)
-	tokPunct          // = != <> < <= > >= := , . ; * ( ) + - @@ @
+	tokPunct          // operators and punctuation: = <=> != <> < <= > >= := , . ; * / % ( ) + - || && ! ~ ^ | & << >> @@ @
 )
 
 // token is one lexeme. text is the identifier, the unescaped string, the
@@ -91,13 +91,13 @@ func lex(q string) ([]token, error) {
 			toks = append(toks, token{kind: tokWord, text: q[start:i], pos: start, end: i})
 		default:
 			n := 1
-			for _, op := range []string{"@@", "<=", ">=", "<>", "!=", ":="} {
+			for _, op := range multiOps {
 				if strings.HasPrefix(q[i:], op) {
-					n = 2
+					n = len(op)
 					break
 				}
 			}
-			if n == 1 && !strings.ContainsRune("=<>,.;*()+-@", rune(c)) {
+			if n == 1 && !strings.ContainsRune("=<>,.;*/%()+-@!~^|&", rune(c)) {
 				return nil, syntaxError(q, start)
 			}
 			i += n
@@ -105,6 +105,9 @@ func lex(q string) ([]token, error) {
 		}
 	}
 }
+
+// multiOps are the operators of more than one character, longest first.
+var multiOps = []string{"<=>", "@@", "<=", ">=", "<>", "!=", ":=", "||", "&&", "<<", ">>"}
 
 // scanNumber returns the end of the number starting at q[i].
 func scanNumber(q string, i int) int {

@@ -57,38 +57,26 @@ type assignment struct {
 	charset bool
 }
 
-// selectTable is SELECT ... FROM [information_schema.]table ....
-type selectTable struct {
-	star   bool
-	cols   []selectCol
-	schema string // "" when not written
-	table  string
-	where  []condition
-	order  []orderKey
-	limit  limit
-}
-
-// selectCol is a column of a select list.
-type selectCol struct{ name, header string }
-
-// condition is col op value in a WHERE clause.
-type condition struct {
-	col   string
-	op    string // = != < <= > >= like
-	value literal
-}
-
-// orderKey is one ORDER BY key: a column name or a 1-based position.
-type orderKey struct {
-	col  string
-	pos  int
-	desc bool
-}
+// selectSQL is any other SELECT (or WITH ... SELECT): the SQL engine
+// answers it over the views.
+type selectSQL struct{ q string }
 
 // limit is LIMIT count [OFFSET offset]; count < 0 means no limit.
 type limit struct{ count, offset int64 }
 
 var noLimit = limit{count: -1}
+
+// apply cuts rows to the limit.
+func (l limit) apply(rows [][]any) [][]any {
+	if l.offset >= int64(len(rows)) {
+		return nil
+	}
+	rows = rows[l.offset:]
+	if l.count >= 0 && l.count < int64(len(rows)) {
+		rows = rows[:l.count]
+	}
+	return rows
+}
 
 // flushStats is FLUSH THREAD_POOL_STATS.
 type flushStats struct{}
@@ -108,7 +96,7 @@ func (showStatus) stmt()      {}
 func (showProcesslist) stmt() {}
 func (selectVars) stmt()      {}
 func (setStmt) stmt()         {}
-func (selectTable) stmt()     {}
+func (selectSQL) stmt()       {}
 func (flushStats) stmt()      {}
 func (flushHosts) stmt()      {}
 func (kill) stmt()            {}
@@ -139,8 +127,14 @@ func parse(q string) (statement, error) {
 		st, err = p.show()
 	case t.isWord("set"):
 		st, err = p.set()
-	case t.isWord("select"):
-		st, err = p.selectStmt()
+	case t.isWord("select") && p.peek().is("@@"):
+		// SELECT @@x, ... [LIMIT n] is answered here; anything more
+		// (SELECT @@x + 1, SELECT @@x, COUNT(*) FROM ...) by the engine.
+		if st, err = p.selectVars(); err != nil || !(p.peek().is(";") || p.peek().kind == tokEOF) {
+			return selectSQL{q: q}, nil
+		}
+	case t.isWord("select") || t.isWord("with"):
+		return selectSQL{q: q}, nil
 	case t.isWord("flush"):
 		switch {
 		case p.word("thread_pool_stats"):
@@ -400,66 +394,6 @@ func (p *parser) value() (literal, error) {
 	return literal{}, syntaxError(p.q, t.pos)
 }
 
-// selectStmt reads SELECT @@... or SELECT ... FROM table.
-func (p *parser) selectStmt() (statement, error) {
-	if p.peek().is("@@") {
-		return p.selectVars()
-	}
-	var st selectTable
-	if p.punct("*") {
-		st.star = true
-	} else {
-		for {
-			t := p.peek()
-			if t.kind != tokWord && t.kind != tokQuoted {
-				// SELECT 1, SELECT NOW(), ...
-				return nil, unsupported()
-			}
-			name, _ := p.ident()
-			alias, err := p.alias("from")
-			if err != nil {
-				return nil, err
-			}
-			if alias == "" {
-				alias = name
-			}
-			st.cols = append(st.cols, selectCol{name: name, header: alias})
-			if !p.punct(",") {
-				break
-			}
-		}
-	}
-	if !p.word("from") {
-		return nil, unsupported()
-	}
-	name, err := p.ident()
-	if err != nil {
-		return nil, err
-	}
-	if p.punct(".") {
-		st.schema = name
-		if name, err = p.ident(); err != nil {
-			return nil, err
-		}
-	}
-	st.table = name
-	if p.word("where") {
-		if st.where, err = p.conditions(); err != nil {
-			return nil, err
-		}
-	}
-	if p.word("order") {
-		if !p.word("by") {
-			return nil, p.errHere()
-		}
-		if st.order, err = p.orderBy(); err != nil {
-			return nil, err
-		}
-	}
-	st.limit, err = p.limit()
-	return st, err
-}
-
 // alias reads [AS] alias, where a bare word other than stop is an alias.
 func (p *parser) alias(stop string) (string, error) {
 	if p.word("as") {
@@ -503,72 +437,6 @@ func (p *parser) selectVars() (statement, error) {
 	var err error
 	st.limit, err = p.limit()
 	return st, err
-}
-
-// conditions reads col op value [AND col op value ...].
-func (p *parser) conditions() ([]condition, error) {
-	var out []condition
-	for {
-		col, err := p.ident()
-		if err != nil {
-			return nil, err
-		}
-		c := condition{col: col}
-		t := p.next()
-		switch {
-		case t.isWord("like"):
-			c.op = "like"
-		case t.is("<>"):
-			c.op = "!="
-		case t.is("=") || t.is("!=") || t.is("<") || t.is("<=") || t.is(">") || t.is(">="):
-			c.op = t.text
-		default:
-			return nil, syntaxError(p.q, t.pos)
-		}
-		vt := p.peek()
-		if c.value, err = p.value(); err != nil {
-			return nil, err
-		}
-		if c.value.kind == tokWord {
-			// A bare word would be a column to MySQL; the admin port
-			// compares with constants only.
-			return nil, syntaxError(p.q, vt.pos)
-		}
-		out = append(out, c)
-		if !p.word("and") {
-			return out, nil
-		}
-	}
-}
-
-func (p *parser) orderBy() ([]orderKey, error) {
-	var out []orderKey
-	for {
-		var k orderKey
-		if t := p.peek(); t.kind == tokNumber {
-			n, err := strconv.Atoi(t.text)
-			if err != nil {
-				return nil, p.errHere()
-			}
-			p.i++
-			k.pos = n
-		} else {
-			col, err := p.ident()
-			if err != nil {
-				return nil, err
-			}
-			k.col = col
-		}
-		if p.word("desc") {
-			k.desc = true
-		} else {
-			_ = p.word("asc")
-		}
-		out = append(out, k)
-		if !p.punct(",") {
-			return out, nil
-		}
-	}
 }
 
 // limit reads [LIMIT n [OFFSET m] | LIMIT m, n].

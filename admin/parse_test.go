@@ -52,18 +52,11 @@ func TestParse(t *testing.T) {
 			{scope: scopeGlobal, name: "e", value: literal{tokWord, "default"}}}}},
 		{"SET NAMES utf8mb4 COLLATE 'utf8mb4_bin', CHARACTER SET latin1, autocommit=1", setStmt{[]assignment{
 			{charset: true}, {charset: true}, {name: "autocommit", value: literal{tokNumber, "1"}}}}},
-		{"SELECT * FROM information_schema.THREAD_POOL_GROUPS", selectTable{star: true,
-			schema: "information_schema", table: "THREAD_POOL_GROUPS", limit: noLimit}},
-		{"select group_id g, `QUEUE_LENGTH` as q from thread_pool_groups where group_id >= 1 and queue_length <> '2' " +
-			"and x like 'a%' order by g desc, 2 limit 3, 4", selectTable{
-			cols:  []selectCol{{"group_id", "g"}, {"QUEUE_LENGTH", "q"}},
-			table: "thread_pool_groups",
-			where: []condition{{"group_id", ">=", literal{tokNumber, "1"}}, {"queue_length", "!=", literal{tokString, "2"}},
-				{"x", "like", literal{tokString, "a%"}}},
-			order: []orderKey{{col: "g", desc: true}, {pos: 2}},
-			limit: limit{count: 4, offset: 3}}},
-		{"SELECT GROUP_ID FROM THREAD_POOL_STATS LIMIT 2 OFFSET 1", selectTable{cols: []selectCol{{"GROUP_ID", "GROUP_ID"}},
-			table: "THREAD_POOL_STATS", limit: limit{count: 2, offset: 1}}},
+		{"SELECT * FROM information_schema.THREAD_POOL_GROUPS", selectSQL{q: "SELECT * FROM information_schema.THREAD_POOL_GROUPS"}},
+		{"select count(*) from thread_pool_groups;", selectSQL{q: "select count(*) from thread_pool_groups;"}},
+		{"SELECT @@thread_pool_size * 2", selectSQL{q: "SELECT @@thread_pool_size * 2"}},
+		{"SELECT @@version, COUNT(*) FROM PROCESSLIST", selectSQL{q: "SELECT @@version, COUNT(*) FROM PROCESSLIST"}},
+		{"WITH g AS (SELECT 1) SELECT * FROM g", selectSQL{q: "WITH g AS (SELECT 1) SELECT * FROM g"}},
 	} {
 		got, err := parse(c.q)
 		if err != nil {
@@ -84,10 +77,6 @@ func TestParseErrors(t *testing.T) {
 		{"", errEmpty},
 		{" ; ", errEmpty},
 		{"/* only a comment */", errEmpty},
-		{"SELECT 1", errUnsupported},
-		{"SELECT NOW()", errUnsupported},
-		{"SELECT COUNT(*) FROM information_schema.THREAD_POOL_GROUPS", errUnsupported},
-		{"SELECT @@version FROM dual", errUnsupported},
 		{"SHOW DATABASES", errUnsupported},
 		{"SHOW FULL TABLES", errUnsupported},
 		{"FLUSH TABLES", errUnsupported},
@@ -105,15 +94,11 @@ func TestParseErrors(t *testing.T) {
 		{"KILL abc", errSyntax},
 		{"KILL 1.5", errSyntax},
 		{"SELECT 'open", errSyntax},
-		{"SELECT * FROM t WHERE a = 1 OR b = 2", errSyntax},
-		{"SELECT * FROM t WHERE a = b", errSyntax},
-		{"SELECT * FROM t WHERE a ~ 1", errSyntax},
-		{"SELECT * FROM t ORDER a", errSyntax},
-		{"SELECT * FROM t LIMIT -1", errSyntax},
-		{"SELECT * FROM t LIMIT 99999999999999999999", errSyntax},
 		{"SELECT @@version; SELECT @@version", errSyntax},
 		{"/* unterminated", errSyntax},
 		{"SHOW STATUS ?", errSyntax},
+		{"SHOW STATUS || 1", errSyntax},
+		{"SELECT 1 \\ 2", errSyntax},
 	} {
 		_, err := parse(c.q)
 		if !errors.Is(err, c.kind) {
@@ -123,7 +108,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestUnsupportedMessage(t *testing.T) {
-	_, err := parse("SELECT 1")
+	_, err := parse("DROP TABLE t")
 	me := toMySQL(err)
 	if me.Code != mysql.ER_PARSE_ERROR || me.Message != unsupportedMsg {
 		t.Errorf("got %d %q", me.Code, me.Message)
@@ -244,35 +229,13 @@ func TestLimitApply(t *testing.T) {
 	}
 }
 
-func TestConditionMatches(t *testing.T) {
-	for _, c := range []struct {
-		c    condition
-		v    any
-		want bool
-	}{
-		{condition{"x", "=", literal{tokNumber, "3"}}, int64(3), true},
-		{condition{"x", "=", literal{tokString, "3"}}, int64(3), true},
-		{condition{"x", "<", literal{tokNumber, "2.5"}}, int64(2), true},
-		{condition{"x", ">=", literal{tokNumber, "-1"}}, int64(0), true},
-		{condition{"x", "!=", literal{tokNumber, "3"}}, int64(3), false},
-		{condition{"x", "like", literal{tokString, "1%"}}, int64(12), true},
-		{condition{"x", "=", literal{tokString, "queue"}}, "QUEUE", true},
-		{condition{"x", ">", literal{tokString, "a"}}, "B", true},
-		{condition{"x", "=", literal{tokNumber, "0"}}, "abc", true},
-		{condition{"x", "=", literal{tokNumber, "1"}}, nil, false},
-	} {
-		if got := c.c.matches(c.v); got != c.want {
-			t.Errorf("%v %s %v = %v, want %v", c.v, c.c.op, c.c.value, got, c.want)
-		}
-	}
-}
-
 // FuzzParse: no input may panic the parser, and what it accepts it
 // accepts again with a trailing semicolon.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"SHOW VARIABLES LIKE 'thread%'", "SET GLOBAL thread_pool_size = 4, thread_pool_algorithm='enterprise'",
 		"SELECT GROUP_ID g FROM information_schema.THREAD_POOL_GROUPS WHERE GROUP_ID >= 1 ORDER BY 1 DESC LIMIT 1, 2",
+		"select @@version_comment, 1", "SELECT @@x; SELECT 1",
 		"select @@version_comment limit 1", "KILL QUERY 5", "SHOW FULL PROCESSLIST", "SET NAMES utf8mb4 COLLATE x",
 		"'\\", "`a``b`", "/*", "@@", "1e", ".5e+3x",
 	} {
@@ -291,6 +254,10 @@ func FuzzParse(f *testing.F) {
 			return // a trailing ';' would be commented out
 		}
 		st2, err := parse(q + ";")
+		if _, ok := st.(selectSQL); ok && err == nil {
+			// The engine reads the text; it takes the ';' too.
+			st2 = selectSQL{q: q}
+		}
 		if err != nil || !reflect.DeepEqual(st, st2) {
 			t.Fatalf("%q parses, with ';' it gives %#v, %v", q, st2, err)
 		}

@@ -8,11 +8,13 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
-// colType is a result column's type. Values are int64, string or nil (NULL).
+// colType is a result column's type, narrowest first. Values are int64,
+// float64, string or nil (NULL).
 type colType uint8
 
 const (
 	colInt colType = iota
+	colFloat
 	colString
 )
 
@@ -39,6 +41,9 @@ func resultSet(cols []column, rows [][]any) *mysql.Result {
 		switch c.typ {
 		case colInt:
 			f.Type, f.Charset, f.Flag, f.ColumnLength = mysql.MYSQL_TYPE_LONGLONG, charsetBinary, mysql.BINARY_FLAG, 21
+		case colFloat:
+			// Decimals 31: a floating-point value, digits as needed.
+			f.Type, f.Charset, f.Flag, f.ColumnLength, f.Decimal = mysql.MYSQL_TYPE_DOUBLE, charsetBinary, mysql.BINARY_FLAG, 22, 31
 		default:
 			f.Type, f.Charset, f.ColumnLength = mysql.MYSQL_TYPE_VAR_STRING, charsetUTF8MB4, 4096
 		}
@@ -53,6 +58,8 @@ func resultSet(cols []column, rows [][]any) *mysql.Result {
 				buf = append(buf, 0xfb)
 			case int64:
 				buf = appendLenEnc(buf, strconv.FormatInt(v, 10))
+			case float64:
+				buf = appendLenEnc(buf, formatFloat(v))
 			case string:
 				buf = appendLenEnc(buf, v)
 			}
@@ -81,13 +88,17 @@ func nameValues(rows []nameValue, like *string) *mysql.Result {
 		if like != nil && !likeMatch(r.name, *like) {
 			continue
 		}
-		v := r.value
-		if n, ok := v.(int64); ok {
-			v = strconv.FormatInt(n, 10)
-		}
-		out = append(out, []any{r.name, v})
+		out = append(out, []any{r.name, textValue(r.value)})
 	}
 	return resultSet([]column{{"Variable_name", colString}, {"Value", colString}}, out)
+}
+
+// textValue is v (int64 or string) as text.
+func textValue(v any) any {
+	if n, ok := v.(int64); ok {
+		return strconv.FormatInt(n, 10)
+	}
+	return v
 }
 
 // likeElem is one element of a LIKE pattern.

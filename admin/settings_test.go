@@ -29,7 +29,7 @@ func TestSetGlobalFollowsTable(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return a.run(st)
+		return a.run(t.Context(), &handler{a: a, id: 1, host: "127.0.0.1"}, st)
 	}
 	wantCode := func(q string, code uint16, msg string) {
 		t.Helper()

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strconv"
@@ -30,13 +31,19 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
-// showProcesslist lists the proxy's client sessions (not admin sessions)
-// ordered by id.
-func (a *Server) showProcesslist(st showProcesslist) *mysql.Result {
+// queuedSessions are the sessions with a statement in a queue.
+func (a *Server) queuedSessions() map[uint32]bool {
 	queued := make(map[uint32]bool)
 	for _, q := range a.sched.Queues() {
 		queued[q.ConnID] = true
 	}
+	return queued
+}
+
+// showProcesslist lists the proxy's client sessions (not admin sessions)
+// ordered by id.
+func (a *Server) showProcesslist(st showProcesslist) *mysql.Result {
+	queued := a.queuedSessions()
 	now := time.Now()
 	sessions := a.front.Sessions()
 	rows := make([][]any, 0, len(sessions))
@@ -46,24 +53,42 @@ func (a *Server) showProcesslist(st showProcesslist) *mysql.Result {
 	return resultSet(processlistCols, rows)
 }
 
-func (a *Server) processRow(s proxy.SessionInfo, queued, full bool, now time.Time) []any {
-	state := "idle"
+// process is what the processlist shows of a session besides its
+// SessionInfo.
+type process struct {
+	command string
+	state   string
+	secs    int64         // seconds the statement has run, 0 when idle
+	elapsed time.Duration // the same, exactly
+	group   int
+	backend any // the server thread id, or nil
+}
+
+func (a *Server) process(s proxy.SessionInfo, queued bool, now time.Time) process {
+	p := process{command: s.Command, state: "idle", group: a.sched.GroupOf(s.ID)}
 	switch {
 	case queued:
-		state = "queued"
+		p.state = "queued"
 	case s.Executing:
-		state = "executing"
+		p.state = "executing"
 	case s.Pinned:
-		state = "pinned"
+		p.state = "pinned"
 	}
-	cmd := s.Command
-	if cmd == "" {
-		cmd = "Sleep"
+	if p.command == "" {
+		p.command = "Sleep"
 	}
-	var secs int64
 	if s.Executing {
-		secs = int64(now.Sub(s.Since) / time.Second)
+		p.elapsed = now.Sub(s.Since)
+		p.secs = int64(p.elapsed / time.Second)
 	}
+	if s.BackendThread != 0 {
+		p.backend = int64(s.BackendThread)
+	}
+	return p
+}
+
+func (a *Server) processRow(s proxy.SessionInfo, queued, full bool, now time.Time) []any {
+	p := a.process(s, queued, now)
 	info := s.Info
 	if !full && len(info) > infoLen {
 		cut := infoLen
@@ -72,19 +97,18 @@ func (a *Server) processRow(s proxy.SessionInfo, queued, full bool, now time.Tim
 		}
 		info = info[:cut]
 	}
-	var backend any
-	if s.BackendThread != 0 {
-		backend = int64(s.BackendThread)
-	}
 	return []any{
-		int64(s.ID), s.User, s.Host, nullIfEmpty(s.Schema), cmd, secs, state, nullIfEmpty(info),
-		int64(a.sched.GroupOf(s.ID)), backend, nullIfEmpty(s.PinReasons),
+		int64(s.ID), s.User, s.Host, nullIfEmpty(s.Schema), p.command, p.secs, p.state, nullIfEmpty(info),
+		int64(p.group), p.backend, nullIfEmpty(s.PinReasons),
 	}
 }
 
-// showStatus answers SHOW STATUS: counters of the scheduler, front end and
-// pool under the names of the server's status variables where one fits.
-func (a *Server) showStatus(st showStatus) *mysql.Result {
+// showStatus answers SHOW STATUS.
+func (a *Server) showStatus(st showStatus) *mysql.Result { return nameValues(a.status(), st.like) }
+
+// status are the counters of the scheduler, front end and pool under the
+// names of the server's status variables where one fits, in name order.
+func (a *Server) status() []nameValue {
 	ss := a.sched.Stats()
 	var threads, idle int
 	for _, g := range a.sched.Groups() {
@@ -116,7 +140,7 @@ func (a *Server) showStatus(st showStatus) *mysql.Result {
 		{"Threads_connected", int64(fs.Sessions)},
 		{"Threads_running", int64(ss.Active + ss.Pinned)},
 	}
-	return nameValues(rows, st.like)
+	return rows
 }
 
 // kill runs KILL [QUERY] on a client session of the proxy.
@@ -139,8 +163,8 @@ func (a *Server) kill(st kill) error {
 	return nil
 }
 
-// run executes one parsed statement.
-func (a *Server) run(st statement) (*mysql.Result, error) {
+// run executes one parsed statement for the admin connection c.
+func (a *Server) run(ctx context.Context, c *handler, st statement) (*mysql.Result, error) {
 	switch st := st.(type) {
 	case showVariables:
 		return a.showVariables(st), nil
@@ -150,8 +174,8 @@ func (a *Server) run(st statement) (*mysql.Result, error) {
 		return a.showProcesslist(st), nil
 	case selectVars:
 		return a.selectVars(st)
-	case selectTable:
-		return a.selectTable(st)
+	case selectSQL:
+		return a.selectSQL(ctx, c, st.q)
 	case setStmt:
 		return okResult(), a.set(st)
 	case flushStats:
@@ -171,11 +195,41 @@ func (a *Server) run(st statement) (*mysql.Result, error) {
 // okResult is an OK packet.
 func okResult() *mysql.Result { return &mysql.Result{} }
 
-// query parses and runs one COM_QUERY.
-func (a *Server) query(q string) (*mysql.Result, error) {
+// query parses and runs one COM_QUERY of the admin connection c.
+func (a *Server) query(ctx context.Context, c *handler, q string) (*mysql.Result, error) {
 	st, err := parse(strings.TrimSpace(q))
 	if err != nil {
 		return nil, err
 	}
-	return a.run(st)
+	return a.run(ctx, c, st)
+}
+
+// selectSQL runs a SELECT over the views on the SQL engine, which is
+// opened at the first one.
+func (a *Server) selectSQL(ctx context.Context, c *handler, q string) (*mysql.Result, error) {
+	a.engineMu.Lock()
+	if a.engine == nil {
+		e, err := newEngine(tables)
+		if err != nil {
+			a.engineMu.Unlock()
+			return nil, err
+		}
+		a.engine = e
+	}
+	e := a.engine
+	a.engineMu.Unlock()
+
+	cfg := a.sched.Config()
+	tr, err := translate(q, translateEnv{
+		sysVar:  func(sc scope, name string) (any, error) { return a.sysVarValue(cfg, sc, name) },
+		connID:  c.id,
+		user:    a.cfg.User + "@" + c.host,
+		version: serverVersion,
+		now:     func() string { return time.Now().Format(time.DateTime) },
+		unix:    func() int64 { return time.Now().Unix() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e.query(ctx, q, tr, func(t *table) [][]any { return t.rows(a) })
 }

@@ -1,17 +1,15 @@
 package admin
 
 import (
-	"cmp"
-	"slices"
-	"strconv"
 	"strings"
-
-	"github.com/go-mysql-org/go-mysql/mysql"
+	"time"
 
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 
-// table is an information_schema table the admin port serves.
+// table is an information_schema view the admin port serves: its columns
+// and a snapshot of its rows (values as the columns' types: int64,
+// float64, string or nil).
 type table struct {
 	name string
 	cols []column
@@ -27,8 +25,9 @@ func ints(names ...string) []column {
 	return out
 }
 
-// tables are MariaDB's THREAD_POOL_* tables, with tpproxy's own columns
-// after MariaDB's.
+// tables are the views: MariaDB's THREAD_POOL_* tables with tpproxy's own
+// columns after MariaDB's, PROCESSLIST with the thread group and pin
+// reasons, the variables and status tables, and tpproxy's own TPPROXY_*.
 var tables = []table{
 	{
 		name: "THREAD_POOL_GROUPS",
@@ -60,6 +59,76 @@ var tables = []table{
 		cols: []column{{"ACCOUNT", colString}, {"CONNECTIONS", colInt}, {"IDLE", colInt}, {"IN_USE", colInt}, {"WAITING", colInt}},
 		rows: (*Server).poolRows,
 	},
+	{
+		// MariaDB's columns that the proxy knows, then tpproxy's: the
+		// session's thread group, the backend connection's server thread
+		// id, and why the session holds one between statements.
+		name: "PROCESSLIST",
+		cols: []column{{"ID", colInt}, {"USER", colString}, {"HOST", colString}, {"DB", colString},
+			{"COMMAND", colString}, {"TIME", colInt}, {"STATE", colString}, {"INFO", colString}, {"TIME_MS", colFloat},
+			{"GROUP_ID", colInt}, {"BACKEND_THREAD", colInt}, {"PINNED", colInt}, {"PIN_REASON", colString}},
+		rows: (*Server).processlistRows,
+	},
+	{
+		// tpproxy's own: the prepared statements the proxy knows, shared
+		// by the sessions that prepare the same text as the same account
+		// in the same schema and settings.
+		name: "TPPROXY_STATEMENT_CACHE",
+		cols: []column{{"STATEMENT_ID", colInt}, {"USER", colString}, {"SCHEMA_NAME", colString}, {"SQL_TEXT", colString},
+			{"PARAMETERS", colInt}, {"COLUMNS", colInt}, {"SESSIONS", colInt}, {"SHARED", colInt}, {"VERIFIED_MS_AGO", colInt}},
+		rows: (*Server).statementRows,
+	},
+	{name: "GLOBAL_VARIABLES", cols: nameValueCols, rows: (*Server).variableTableRows},
+	{name: "SESSION_VARIABLES", cols: nameValueCols, rows: (*Server).variableTableRows},
+	{name: "GLOBAL_STATUS", cols: nameValueCols, rows: (*Server).statusTableRows},
+	{name: "SESSION_STATUS", cols: nameValueCols, rows: (*Server).statusTableRows},
+}
+
+// nameValueCols are the columns of information_schema's variables and
+// status tables.
+var nameValueCols = []column{{"VARIABLE_NAME", colString}, {"VARIABLE_VALUE", colString}}
+
+// nameValueRows are rows as the variables and status tables have them:
+// names in upper case, values as text.
+func nameValueRows(list []nameValue) [][]any {
+	rows := make([][]any, len(list))
+	for i, nv := range list {
+		rows[i] = []any{strings.ToUpper(nv.name), textValue(nv.value)}
+	}
+	return rows
+}
+
+func (a *Server) variableTableRows() [][]any { return nameValueRows(a.variables()) }
+func (a *Server) statusTableRows() [][]any   { return nameValueRows(a.status()) }
+
+func (a *Server) processlistRows() [][]any {
+	queued := a.queuedSessions()
+	now := time.Now()
+	sessions := a.front.Sessions()
+	rows := make([][]any, 0, len(sessions))
+	for _, s := range sessions {
+		p := a.process(s, queued[s.ID], now)
+		rows = append(rows, []any{
+			int64(s.ID), s.User, s.Host, nullIfEmpty(s.Schema), p.command, p.secs, p.state, nullIfEmpty(s.Info),
+			float64(p.elapsed.Microseconds()) / 1000, int64(p.group), p.backend, b2i(s.Pinned), nullIfEmpty(s.PinReasons),
+		})
+	}
+	return rows
+}
+
+func (a *Server) statementRows() [][]any {
+	now := time.Now()
+	list := a.front.CachedStatements()
+	rows := make([][]any, 0, len(list))
+	for _, cs := range list {
+		var ago any
+		if !cs.Verified.IsZero() && cs.Verified.UnixNano() > 0 {
+			ago = now.Sub(cs.Verified).Milliseconds()
+		}
+		rows = append(rows, []any{int64(cs.ID), cs.User, nullIfEmpty(cs.Schema), cs.SQL,
+			int64(cs.Params), int64(cs.Columns), int64(cs.Sessions), b2i(cs.Shared), ago})
+	}
+	return rows
 }
 
 func (a *Server) poolRows() [][]any {
@@ -129,206 +198,4 @@ func (a *Server) waitRows() [][]any {
 		{"QUEUE", int64(st.Waited)},
 		{"QUEUE_TIMEOUT", int64(st.Timeouts)},
 	}
-}
-
-// lookupTable finds a table by name, in any case.
-func lookupTable(name string) *table {
-	for i := range tables {
-		if strings.EqualFold(tables[i].name, name) {
-			return &tables[i]
-		}
-	}
-	return nil
-}
-
-// colIndex finds a column by name, in any case; -1 if there is none.
-func colIndex(cols []column, name string) int {
-	return slices.IndexFunc(cols, func(c column) bool { return strings.EqualFold(c.name, name) })
-}
-
-// selectTable answers SELECT ... FROM information_schema.table.
-func (a *Server) selectTable(st selectTable) (*mysql.Result, error) {
-	if st.schema != "" && !strings.EqualFold(st.schema, "information_schema") {
-		return nil, unknownTable(st.table, st.schema)
-	}
-	t := lookupTable(st.table)
-	if t == nil {
-		return nil, unknownTable(st.table, "information_schema")
-	}
-	// Resolve every name before reading anything.
-	proj := make([]int, 0, len(t.cols))
-	var cols []column
-	if st.star {
-		for i, c := range t.cols {
-			proj = append(proj, i)
-			cols = append(cols, c)
-		}
-	}
-	for _, c := range st.cols {
-		i := colIndex(t.cols, c.name)
-		if i < 0 {
-			return nil, unknownColumn(c.name, "field list")
-		}
-		proj = append(proj, i)
-		cols = append(cols, column{c.header, t.cols[i].typ})
-	}
-	where := make([]int, len(st.where))
-	for k, c := range st.where {
-		if where[k] = colIndex(t.cols, c.col); where[k] < 0 {
-			return nil, unknownColumn(c.col, "where clause")
-		}
-	}
-	order := make([]int, len(st.order))
-	for k, o := range st.order {
-		switch {
-		case o.col == "":
-			if o.pos < 1 || o.pos > len(proj) {
-				return nil, unknownColumn(strconv.Itoa(o.pos), "order clause")
-			}
-			order[k] = proj[o.pos-1]
-		default:
-			// An alias of the select list first, then a column of the table.
-			i := slices.IndexFunc(st.cols, func(c selectCol) bool { return c.header != c.name && strings.EqualFold(c.header, o.col) })
-			if i >= 0 {
-				order[k] = proj[len(proj)-len(st.cols)+i]
-			} else if order[k] = colIndex(t.cols, o.col); order[k] < 0 {
-				return nil, unknownColumn(o.col, "order clause")
-			}
-		}
-	}
-
-	var rows [][]any
-	for _, row := range t.rows(a) {
-		ok := true
-		for k, c := range st.where {
-			if !c.matches(row[where[k]]) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			rows = append(rows, row)
-		}
-	}
-	if len(order) > 0 {
-		slices.SortStableFunc(rows, func(x, y []any) int {
-			for k, i := range order {
-				if c := compareValues(x[i], y[i]); c != 0 {
-					if st.order[k].desc {
-						return -c
-					}
-					return c
-				}
-			}
-			return 0
-		})
-	}
-	rows = st.limit.apply(rows)
-	out := make([][]any, len(rows))
-	for r, row := range rows {
-		p := make([]any, len(proj))
-		for k, i := range proj {
-			p[k] = row[i]
-		}
-		out[r] = p
-	}
-	return resultSet(cols, out), nil
-}
-
-// apply cuts rows to the limit.
-func (l limit) apply(rows [][]any) [][]any {
-	if l.offset >= int64(len(rows)) {
-		return nil
-	}
-	rows = rows[l.offset:]
-	if l.count >= 0 && l.count < int64(len(rows)) {
-		rows = rows[:l.count]
-	}
-	return rows
-}
-
-// compareValues orders NULL first, then numbers, then strings ignoring case.
-func compareValues(x, y any) int {
-	switch x := x.(type) {
-	case nil:
-		if y == nil {
-			return 0
-		}
-		return -1
-	case int64:
-		switch y := y.(type) {
-		case nil:
-			return 1
-		case int64:
-			return cmp.Compare(x, y)
-		}
-		return -1
-	case string:
-		if y, ok := y.(string); ok {
-			return strings.Compare(strings.ToLower(x), strings.ToLower(y))
-		}
-		return 1
-	}
-	return 0
-}
-
-// matches evaluates the condition against a value. Numbers compare as
-// numbers, a string against a number as the number MySQL would read from
-// it, strings ignoring case; NULL matches nothing.
-func (c condition) matches(v any) bool {
-	if v == nil {
-		return false
-	}
-	if c.op == "like" {
-		s, ok := v.(string)
-		if !ok {
-			s = strconv.FormatInt(v.(int64), 10)
-		}
-		return likeMatch(s, c.value.text)
-	}
-	var r int
-	switch v := v.(type) {
-	case int64:
-		r = cmp.Compare(float64(v), leadingNumber(c.value.text))
-		if n, err := strconv.ParseInt(c.value.text, 10, 64); err == nil {
-			r = cmp.Compare(v, n)
-		}
-	case string:
-		if c.value.kind == tokNumber {
-			r = cmp.Compare(leadingNumber(v), leadingNumber(c.value.text))
-		} else {
-			r = strings.Compare(strings.ToLower(v), strings.ToLower(c.value.text))
-		}
-	}
-	switch c.op {
-	case "=":
-		return r == 0
-	case "!=":
-		return r != 0
-	case "<":
-		return r < 0
-	case "<=":
-		return r <= 0
-	case ">":
-		return r > 0
-	case ">=":
-		return r >= 0
-	}
-	return false
-}
-
-// leadingNumber reads the number at the start of s as MySQL converts a
-// string to a number: "12abc" is 12, "abc" is 0.
-func leadingNumber(s string) float64 {
-	s = strings.TrimLeft(s, " \t\n\r")
-	end := 0
-	if end < len(s) && (s[end] == '-' || s[end] == '+') {
-		end++
-	}
-	end = scanNumber(s, end)
-	f, err := strconv.ParseFloat(s[:end], 64)
-	if err != nil {
-		return 0
-	}
-	return f
 }

@@ -189,13 +189,19 @@ func settable(s config.Setting) *setting {
 
 // showVariables answers SHOW VARIABLES.
 func (a *Server) showVariables(st showVariables) *mysql.Result {
+	return nameValues(a.variables(), st.like)
+}
+
+// variables are the admin port's variables and their values, in name
+// order.
+func (a *Server) variables() []nameValue {
 	cfg := a.sched.Config()
 	rows := make([]nameValue, 0, len(sysVars))
 	for i := range sysVars {
 		v := &sysVars[i]
 		rows = append(rows, nameValue{v.name, v.read(a, cfg)})
 	}
-	return nameValues(rows, st.like)
+	return rows
 }
 
 // selectVars answers SELECT @@x, ...: one row, typed values.
@@ -204,20 +210,28 @@ func (a *Server) selectVars(st selectVars) (*mysql.Result, error) {
 	cols := make([]column, len(st.items))
 	row := make([]any, len(st.items))
 	for i, it := range st.items {
-		v := lookupVar(it.name)
-		if v == nil {
-			return nil, unknownVariable(it.name)
+		var err error
+		if row[i], err = a.sysVarValue(cfg, it.scope, it.name); err != nil {
+			return nil, err
 		}
-		if it.scope == scopeSession {
-			return nil, notSession(it.name)
-		}
-		row[i] = v.read(a, cfg)
 		cols[i] = column{name: it.header, typ: colString}
 		if _, ok := row[i].(int64); ok {
 			cols[i].typ = colInt
 		}
 	}
 	return resultSet(cols, st.limit.apply([][]any{row})), nil
+}
+
+// sysVarValue reads @@[scope.]name; cfg is the scheduler's config.
+func (a *Server) sysVarValue(cfg scheduler.Config, sc scope, name string) (any, error) {
+	v := lookupVar(name)
+	if v == nil {
+		return nil, unknownVariable(name)
+	}
+	if sc == scopeSession {
+		return nil, notSession(name)
+	}
+	return v.read(a, cfg), nil
 }
 
 // ignoredSession reports whether name is a session variable that client

@@ -287,7 +287,7 @@ func TestSetAtomic(t *testing.T) {
 				}
 				st, err := parse(fmt.Sprintf("SET GLOBAL %s = %d", v.name, k))
 				if err == nil {
-					_, err = ae.srv.run(st)
+					_, err = ae.srv.run(t.Context(), &handler{a: ae.srv, id: 1, host: "127.0.0.1"}, st)
 				}
 				if err != nil {
 					t.Errorf("%s = %d: %v", v.name, k, err)

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,4 +196,46 @@ func sameDefs(a, b [][]byte) bool {
 		}
 	}
 	return true
+}
+
+// CachedStatement is one statement of the statement cache, as the admin
+// port lists it.
+type CachedStatement struct {
+	ID     uint64
+	User   string
+	Schema string
+	SQL    string
+	// Params and Columns are the counts of the latest COM_STMT_PREPARE
+	// response.
+	Params, Columns int
+	// Sessions is how many client statements use it now; 0 for one kept
+	// for the next session that prepares it.
+	Sessions int
+	// Shared is false for a session's own (it has temporary tables).
+	Shared bool
+	// Verified is when a backend last accepted it.
+	Verified time.Time
+}
+
+// CachedStatements returns a snapshot of the statement cache, by id.
+func (srv *Server) CachedStatements() []CachedStatement {
+	sc := srv.stmtCache
+	sc.mu.Lock()
+	out := make([]CachedStatement, 0, sc.n)
+	for _, list := range sc.bySQL {
+		for _, e := range list {
+			cs := CachedStatement{
+				ID: e.id, User: e.key.user, Schema: e.key.schema, SQL: string(e.sql),
+				Params: int(e.params), Sessions: e.refs, Shared: e.key.private == 0,
+				Verified: time.Unix(0, e.verified.Load()),
+			}
+			if m := e.meta.Load(); m != nil {
+				cs.Columns = int(m.columns)
+			}
+			out = append(out, cs)
+		}
+	}
+	sc.mu.Unlock()
+	slices.SortFunc(out, func(a, b CachedStatement) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }

@@ -21,11 +21,11 @@ import (
 // translation of its C source to Go: no cgo). Each view is a table of an
 // in-memory database attached as information_schema, so that
 // information_schema.X and a bare X both name it. A query is compiled
-// first; SQLite's authorizer reports which views it reads, and only those
-// are filled from the components' snapshots, in one transaction, before
-// it runs. A query therefore sees one snapshot per view, taken right
-// before it. The authorizer also keeps a query to reading the views: no
-// writes, no ATTACH (which could create files), no PRAGMA.
+// first; then the views it names are filled from the components'
+// snapshots, in one transaction, and it runs. A query therefore sees one
+// snapshot per view, taken right before it. SQLite's authorizer keeps a
+// query to reading the views: no writes, no ATTACH (which could create
+// files), no PRAGMA.
 
 // Limits of one admin query.
 const (
@@ -71,11 +71,10 @@ type engine struct {
 	conn *sql.Conn
 	// Guarded by mu, read by the authorizer, which runs on the goroutine
 	// preparing a statement.
-	user   bool            // the statement being prepared is a client's
-	reads  map[string]bool // views it reads, by lower-case name
-	denied string          // the first table it may not read
+	user   bool   // the statement being prepared is a client's
+	denied string // the first table it may not read
 	// fill are the statements that refill a view, by lower-case name.
-	fill map[string]*sql.Stmt
+	fill map[string]*filler
 }
 
 // newEngine opens the database and creates the views' tables.
@@ -92,7 +91,7 @@ func newEngine(views []table) (*engine, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	e := &engine{views: views, timeout: queryTimeout, db: db, conn: conn, reads: make(map[string]bool), fill: make(map[string]*sql.Stmt)}
+	e := &engine{views: views, timeout: queryTimeout, db: db, conn: conn, fill: make(map[string]*filler)}
 	if err := e.setup(ctx); err != nil {
 		e.close()
 		return nil, fmt.Errorf("admin: SQL engine: %w", err)
@@ -127,12 +126,17 @@ func (e *engine) setup(ctx context.Context) error {
 		}
 	}
 	for _, v := range e.views {
-		marks := strings.TrimSuffix(strings.Repeat("?, ", len(v.cols)), ", ")
-		st, err := e.conn.PrepareContext(ctx, fmt.Sprintf("INSERT INTO information_schema.%q VALUES (%s)", v.name, marks))
-		if err != nil {
-			return err
+		f := &filler{}
+		row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(v.cols)), ", ") + ")"
+		for k, n := range []int{1, fillBatch} {
+			rows := strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+			st, err := e.conn.PrepareContext(ctx, fmt.Sprintf("INSERT INTO information_schema.%q VALUES %s", v.name, rows))
+			if err != nil {
+				return err
+			}
+			f.stmts[k] = st
 		}
-		e.fill[strings.ToLower(v.name)] = st
+		e.fill[strings.ToLower(v.name)] = f
 	}
 	return e.conn.Raw(func(dc any) error {
 		r, ok := dc.(sqlite.AuthorizerRegisterer)
@@ -144,8 +148,12 @@ func (e *engine) setup(ctx context.Context) error {
 }
 
 func (e *engine) close() {
-	for _, st := range e.fill {
-		_ = st.Close()
+	for _, f := range e.fill {
+		for _, st := range f.stmts {
+			if st != nil {
+				_ = st.Close()
+			}
+		}
 	}
 	if e.conn != nil {
 		_ = e.conn.Close()
@@ -164,13 +172,12 @@ func (e *engine) authorize(action sqlite.AuthorizerActionCode, arg1, _, db, _ st
 	case sqlite.AuthSelect, sqlite.AuthFunction, sqlite.AuthRecursive:
 		return sqlite.AuthorizerOK
 	case sqlite.AuthRead:
-		name := strings.ToLower(arg1)
-		if strings.EqualFold(db, "information_schema") && e.fill[name] != nil {
-			e.reads[name] = true
-			return sqlite.AuthorizerOK
-		}
-		if db == "" {
-			// A CTE or subquery's own columns.
+		// SQLite names the database, except when a query reads no column
+		// of the table (SELECT COUNT(*) FROM t): then it is "". Which
+		// views a query reads is known from its words (viewsOf): SQLite
+		// does not report every table here (the left table of a JOIN
+		// USING may go unnamed).
+		if db == "" || strings.EqualFold(db, "information_schema") && e.fill[strings.ToLower(arg1)] != nil {
 			return sqlite.AuthorizerOK
 		}
 		if e.denied == "" {
@@ -187,7 +194,6 @@ func (e *engine) query(ctx context.Context, q string, tr translation, rows func(
 	e.mu.Lock()
 	defer e.mu.Unlock()
 
-	clear(e.reads)
 	e.user, e.denied = true, ""
 	st, err := e.conn.PrepareContext(ctx, tr.sql)
 	e.user = false
@@ -195,7 +201,7 @@ func (e *engine) query(ctx context.Context, q string, tr translation, rows func(
 		return nil, e.sqlError(ctx, q, tr, err)
 	}
 	defer st.Close()
-	if err := e.refresh(ctx, rows); err != nil {
+	if err := e.refresh(ctx, e.viewsOf(tr), rows); err != nil {
 		return nil, fmt.Errorf("admin: filling the views: %w", err)
 	}
 	rs, err := st.QueryContext(ctx)
@@ -210,9 +216,52 @@ func (e *engine) query(ctx context.Context, q string, tr translation, rows func(
 	return res, nil
 }
 
-// refresh fills the views the prepared statement reads.
-func (e *engine) refresh(ctx context.Context, rows func(*table) [][]any) error {
-	if len(e.reads) == 0 {
+// fillBatch is how many rows one INSERT of a refill writes: one
+// statement per row costs most of a refill.
+const fillBatch = 64
+
+// filler inserts a view's rows: one row and fillBatch rows at a time.
+type filler struct {
+	stmts [2]*sql.Stmt
+	args  []any
+}
+
+func (f *filler) insert(ctx context.Context, rows [][]any) error {
+	for len(rows) >= fillBatch {
+		f.args = f.args[:0]
+		for _, r := range rows[:fillBatch] {
+			f.args = append(f.args, r...)
+		}
+		if _, err := f.stmts[1].ExecContext(ctx, f.args...); err != nil {
+			return err
+		}
+		rows = rows[fillBatch:]
+	}
+	for _, r := range rows {
+		if _, err := f.stmts[0].ExecContext(ctx, r...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// viewsOf are the views a statement names, by lower-case name: any
+// word of it that is a view's name (a column alias that is one only
+// costs a refill).
+func (e *engine) viewsOf(tr translation) map[string]bool {
+	names := make(map[string]bool)
+	for _, t := range tr.toks {
+		name := strings.ToLower(strings.Trim(t.text, "`"))
+		if e.fill[name] != nil {
+			names[name] = true
+		}
+	}
+	return names
+}
+
+// refresh fills the views named.
+func (e *engine) refresh(ctx context.Context, names map[string]bool, rows func(*table) [][]any) error {
+	if len(names) == 0 {
 		return nil
 	}
 	if _, err := e.conn.ExecContext(ctx, "BEGIN"); err != nil {
@@ -227,17 +276,14 @@ func (e *engine) refresh(ctx context.Context, rows func(*table) [][]any) error {
 	for i := range e.views {
 		v := &e.views[i]
 		name := strings.ToLower(v.name)
-		if !e.reads[name] {
+		if !names[name] {
 			continue
 		}
 		if _, err := e.conn.ExecContext(ctx, fmt.Sprintf("DELETE FROM information_schema.%q", v.name)); err != nil {
 			return err
 		}
-		ins := e.fill[name]
-		for _, r := range rows(v) {
-			if _, err := ins.ExecContext(ctx, r...); err != nil {
-				return fmt.Errorf("%s: %w", v.name, err)
-			}
+		if err := e.fill[name].insert(ctx, rows(v)); err != nil {
+			return fmt.Errorf("%s: %w", v.name, err)
 		}
 	}
 	if _, err := e.conn.ExecContext(ctx, "COMMIT"); err != nil {

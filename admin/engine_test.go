@@ -123,6 +123,20 @@ func textRows(t testing.TB, res *mysql.Result) (cols []string, rows [][]string) 
 
 func TestEngineQueries(t *testing.T) {
 	e := newTestEngine(t)
+	// A COUNT(*) reads no column: the view must be filled all the same
+	// (by a new engine, so that no earlier query has filled it).
+	// So must the left table of a JOIN USING, which SQLite's authorizer
+	// does not name.
+	for _, q := range []string{"SELECT COUNT(*) FROM PROCESSLIST", "SELECT COUNT(*) FROM information_schema.THREAD_POOL_STATS",
+		"SELECT COUNT(*) FROM PROCESSLIST p JOIN `thread_pool_groups` g USING (GROUP_ID)"} {
+		res, err := newTestEngine(t).run(t, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, rows := textRows(t, res); rows[0][0] == "0" {
+			t.Errorf("%s: %v", q, rows)
+		}
+	}
 	for _, c := range []struct {
 		q    string
 		cols []string

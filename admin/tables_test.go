@@ -3,7 +3,9 @@ package admin
 import (
 	"database/sql"
 	"fmt"
+	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -530,4 +532,59 @@ func TestSQLUnderLoad(t *testing.T) {
 	for _, ch := range sleeps {
 		wantInterrupted(t, await(t, ch, "the killed SLEEP"))
 	}
+}
+
+// BenchmarkSQL1000Sessions times admin queries over the live views with
+// 1,000 client sessions connected, and reports the heap the SQL engine
+// takes once opened (engine-heap-KB).
+func BenchmarkSQL1000Sessions(b *testing.B) {
+	ae := startAdmin(b, func(o *proxytest.Options) { o.Scheduler.Size = 4 })
+	adm := openSession(b, ae.dsn(adminUser, adminPass))
+	for range 1000 {
+		openSession(b, ae.px.DSN())
+	}
+	// The engine's memory is the C heap of SQLite's Go translation,
+	// outside Go's heap: the process's resident set shows it.
+	runtime.GC()
+	before := residentKB(b)
+	if r := mustQuery(b, adm, "SELECT COUNT(*) FROM PROCESSLIST"); r.rows[0][0] != "1000" {
+		b.Fatalf("sessions: %v", r.rows)
+	}
+	mustQuery(b, adm, "SELECT * FROM PROCESSLIST p JOIN THREAD_POOL_GROUPS g USING (GROUP_ID)")
+	runtime.GC()
+	engineKB := float64(residentKB(b) - before)
+	for _, c := range []struct{ name, q string }{
+		{"count-groups", "SELECT COUNT(*) FROM information_schema.THREAD_POOL_GROUPS"},
+		{"processlist-like", "SELECT ID, INFO FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP%'"},
+		{"processlist-group-by", "SELECT GROUP_ID, COUNT(*) FROM PROCESSLIST GROUP BY GROUP_ID HAVING COUNT(*) > 1"},
+		{"processlist-join-groups", "SELECT g.GROUP_ID, COUNT(*), MAX(g.CONNECTIONS) FROM PROCESSLIST p JOIN THREAD_POOL_GROUPS g USING (GROUP_ID) GROUP BY 1"},
+		{"processlist-all", "SELECT * FROM PROCESSLIST"},
+		{"show-processlist", "SHOW FULL PROCESSLIST"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				mustQuery(b, adm, c.q)
+			}
+			b.ReportMetric(engineKB, "engine-RSS-KB")
+		})
+	}
+}
+
+// residentKB is the test process's resident set size.
+func residentKB(t testing.TB) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
 }

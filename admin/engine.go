@@ -115,6 +115,10 @@ func (e *engine) setup(ctx context.Context) error {
 				typ = "TEXT COLLATE NOCASE"
 			case colFloat:
 				typ = "REAL"
+			case colValue:
+				// NUMERIC stores '12' as 12 and compares it with 5 or '12'
+				// as a number; 'ON' stays text.
+				typ = "NUMERIC COLLATE NOCASE"
 			}
 			cols = append(cols, fmt.Sprintf("%q %s", c.name, typ))
 		}

@@ -58,7 +58,7 @@ func fixedRows(t *table) [][]any {
 		}
 		return rows
 	case "GLOBAL_VARIABLES":
-		return [][]any{{"THREAD_POOL_SIZE", "4"}, {"THREAD_POOL_STALL_LIMIT", "500"}}
+		return [][]any{{"THREAD_POOL_SIZE", "4"}, {"THREAD_POOL_STALL_LIMIT", "500"}, {"THREAD_POOL_HIGH_PRIO_MODE", "statements"}}
 	}
 	return nil
 }
@@ -178,6 +178,12 @@ func TestEngineQueries(t *testing.T) {
 			[][]string{{"4", "8", "7", "admin@127.0.0.1", "2026-12-03 10:00:00"}}},
 		{"SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = 'thread_pool_size'",
 			[]string{"VARIABLE_VALUE"}, [][]string{{"4"}}},
+		// Values compare as numbers where they are numbers, as MariaDB
+		// compares a string with a number.
+		{"SELECT VARIABLE_NAME FROM GLOBAL_VARIABLES WHERE VARIABLE_VALUE > 5 AND VARIABLE_VALUE < 1000", []string{"VARIABLE_NAME"},
+			[][]string{{"THREAD_POOL_STALL_LIMIT"}}},
+		{"SELECT VARIABLE_NAME FROM GLOBAL_VARIABLES WHERE VARIABLE_VALUE = '500' OR VARIABLE_VALUE = 'STATEMENTS'",
+			[]string{"VARIABLE_NAME"}, [][]string{{"THREAD_POOL_STALL_LIMIT"}, {"THREAD_POOL_HIGH_PRIO_MODE"}}},
 		{"WITH q AS (SELECT GROUP_ID, QUEUE_LENGTH FROM THREAD_POOL_GROUPS) SELECT COUNT(*) FROM q WHERE QUEUE_LENGTH > 0",
 			[]string{"COUNT(*)"}, [][]string{{"2"}}},
 		{"SELECT GROUP_ID FROM THREAD_POOL_GROUPS ORDER BY GROUP_ID DESC LIMIT 1, 2", []string{"GROUP_ID"}, [][]string{{"2"}, {"1"}}},

@@ -16,6 +16,10 @@ const (
 	colInt colType = iota
 	colFloat
 	colString
+	// colValue is text the SQL engine compares as a number where it is
+	// one, as MariaDB compares a string with a number: the value of a
+	// variable or a status counter.
+	colValue
 )
 
 // column is a result column.

@@ -86,7 +86,7 @@ var tables = []table{
 
 // nameValueCols are the columns of information_schema's variables and
 // status tables.
-var nameValueCols = []column{{"VARIABLE_NAME", colString}, {"VARIABLE_VALUE", colString}}
+var nameValueCols = []column{{"VARIABLE_NAME", colString}, {"VARIABLE_VALUE", colValue}}
 
 // nameValueRows are rows as the variables and status tables have them:
 // names in upper case, values as text.

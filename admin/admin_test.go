@@ -36,7 +36,7 @@ func TestUnsupportedStatements(t *testing.T) {
 	ae := startAdmin(t)
 	adm := ae.admin(t)
 	for _, q := range []string{
-		"SHOW DATABASES", "SHOW TABLES", "DROP TABLE t", "INSERT INTO t VALUES (1)",
+		"SHOW DATABASES", "SHOW INDEX FROM t", "DROP TABLE t", "INSERT INTO t VALUES (1)",
 		"FLUSH TABLES", "BEGIN", "USE foo", "  update x set a = 1 ;", "(SELECT 1)", "SELECT @x", "PRAGMA table_info(x)",
 		"ATTACH DATABASE '/tmp/x' AS x",
 	} {

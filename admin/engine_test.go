@@ -363,3 +363,45 @@ func FuzzEngine(f *testing.F) {
 		}
 	})
 }
+
+func TestShowViews(t *testing.T) {
+	run := func(q string) (*mysql.Result, error) {
+		st, err := parse(q)
+		if err != nil {
+			return nil, err
+		}
+		return (&Server{}).run(t.Context(), &handler{}, st)
+	}
+	res, err := run("SHOW TABLES LIKE 'thread_pool%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, rows := textRows(t, res)
+	want := [][]string{{"THREAD_POOL_GROUPS"}, {"THREAD_POOL_QUEUES"}, {"THREAD_POOL_STATS"}, {"THREAD_POOL_WAITS"}}
+	if !reflect.DeepEqual(cols, []string{"Tables_in_information_schema"}) || !reflect.DeepEqual(rows, want) {
+		t.Errorf("SHOW TABLES: %q %q", cols, rows)
+	}
+	if res, err = run("SHOW TABLES"); err != nil || len(res.RowDatas) != len(tables) {
+		t.Errorf("SHOW TABLES: %v, %d rows", err, len(res.RowDatas))
+	}
+	res, err = run("DESCRIBE information_schema.processlist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rows = textRows(t, res)
+	if len(rows) != 13 || !reflect.DeepEqual(rows[0][:2], []string{"ID", "bigint(21)"}) || !reflect.DeepEqual(rows[8][:2], []string{"TIME_MS", "double"}) {
+		t.Errorf("DESCRIBE PROCESSLIST: %q", rows)
+	}
+	for _, c := range []struct {
+		q    string
+		code uint16
+	}{
+		{"SHOW TABLES FROM mysql", mysql.ER_BAD_DB_ERROR},
+		{"SHOW COLUMNS FROM nope", mysql.ER_UNKNOWN_TABLE},
+		{"DESC mysql.user", mysql.ER_BAD_DB_ERROR},
+	} {
+		if _, err := run(c.q); toMySQL(err).Code != c.code {
+			t.Errorf("%s: %v, want %d", c.q, err, c.code)
+		}
+	}
+}

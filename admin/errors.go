@@ -44,6 +44,8 @@ var (
 	errNoSuchThread = errors.New("admin: no such session")
 	// errPrepared: the binary protocol, which the admin port does not speak.
 	errPrepared = errors.New("admin: prepared statements are not supported")
+	// errBadDB: a database other than information_schema.
+	errBadDB = errors.New("admin: unknown database")
 	// errNoSuchTable: a table of another schema.
 	errNoSuchTable = errors.New("admin: no such table")
 	// errAmbiguous: a column name more than one table of a join has.
@@ -73,8 +75,8 @@ var (
 
 // unsupportedMsg lists what the admin port understands.
 const unsupportedMsg = "tpproxy admin: unsupported statement; supported: SELECT (over the information_schema views: " +
-	"THREAD_POOL_*, PROCESSLIST, TPPROXY_*, GLOBAL_VARIABLES, GLOBAL_STATUS), SHOW VARIABLES, SHOW STATUS, " +
-	"SHOW PROCESSLIST, SET GLOBAL, FLUSH THREAD_POOL_STATS, FLUSH HOSTS, KILL"
+	"THREAD_POOL_*, PROCESSLIST, TPPROXY_*, GLOBAL_VARIABLES, GLOBAL_STATUS), SHOW TABLES, SHOW COLUMNS, DESCRIBE, " +
+	"SHOW VARIABLES, SHOW STATUS, SHOW PROCESSLIST, SET GLOBAL, FLUSH THREAD_POOL_STATS, FLUSH HOSTS, KILL"
 
 // stmtError is an error with the text the client is to see.
 type stmtError struct {
@@ -162,6 +164,7 @@ var errCodes = []struct {
 	{errUnknownColumn, mysql.ER_BAD_FIELD_ERROR},
 	{errUnknownTable, mysql.ER_UNKNOWN_TABLE},
 	{errNoSuchTable, mysql.ER_NO_SUCH_TABLE},
+	{errBadDB, mysql.ER_BAD_DB_ERROR},
 	{errAmbiguous, mysql.ER_NON_UNIQ_ERROR},
 	{errNoFunction, mysql.ER_SP_DOES_NOT_EXIST},
 	{errParamCount, mysql.ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT},

@@ -29,6 +29,19 @@ type showVariables struct{ like *string }
 // showStatus is SHOW [GLOBAL|SESSION] STATUS [LIKE 'p'].
 type showStatus struct{ like *string }
 
+// showTables is SHOW [FULL] TABLES [FROM|IN db] [LIKE 'p']: the views.
+type showTables struct {
+	db   string // "" when not named
+	like *string
+}
+
+// showColumns is SHOW [FULL] COLUMNS|FIELDS FROM|IN t [FROM|IN db]
+// [LIKE 'p'], DESCRIBE t and DESC t.
+type showColumns struct {
+	db, table string
+	like      *string
+}
+
 // showProcesslist is SHOW [FULL] PROCESSLIST.
 type showProcesslist struct{ full bool }
 
@@ -94,6 +107,8 @@ type kill struct {
 func (showVariables) stmt()   {}
 func (showStatus) stmt()      {}
 func (showProcesslist) stmt() {}
+func (showTables) stmt()      {}
+func (showColumns) stmt()     {}
 func (selectVars) stmt()      {}
 func (setStmt) stmt()         {}
 func (selectSQL) stmt()       {}
@@ -146,6 +161,11 @@ func parse(q string) (statement, error) {
 		}
 	case t.isWord("kill"):
 		st, err = p.kill()
+	case t.isWord("describe") || t.isWord("desc") || t.isWord("explain") && !p.peek().isWord("select"):
+		var sc showColumns
+		if sc.db, sc.table, err = p.tableName(); err == nil {
+			st = sc
+		}
 	default:
 		return nil, unsupported()
 	}
@@ -216,7 +236,38 @@ func (p *parser) pattern() (*string, error) {
 }
 
 func (p *parser) show() (statement, error) {
-	if p.word("full") {
+	full := p.word("full")
+	switch {
+	case p.word("tables"):
+		var st showTables
+		if p.word("from") || p.word("in") {
+			db, err := p.ident()
+			if err != nil {
+				return nil, err
+			}
+			st.db = db
+		}
+		var err error
+		st.like, err = p.pattern()
+		return st, err
+	case p.word("columns") || p.word("fields"):
+		if !p.word("from") && !p.word("in") {
+			return nil, p.errHere()
+		}
+		var st showColumns
+		var err error
+		if st.db, st.table, err = p.tableName(); err != nil {
+			return nil, err
+		}
+		if p.word("from") || p.word("in") {
+			if st.db, err = p.ident(); err != nil {
+				return nil, err
+			}
+		}
+		st.like, err = p.pattern()
+		return st, err
+	}
+	if full {
 		if !p.word("processlist") {
 			return nil, unsupported()
 		}
@@ -235,6 +286,18 @@ func (p *parser) show() (statement, error) {
 		return showStatus{like: like}, err
 	}
 	return nil, unsupported()
+}
+
+// tableName reads [db.]table.
+func (p *parser) tableName() (db, table string, err error) {
+	if table, err = p.ident(); err != nil {
+		return "", "", err
+	}
+	if p.punct(".") {
+		db = table
+		table, err = p.ident()
+	}
+	return db, table, err
 }
 
 func (p *parser) kill() (statement, error) {

@@ -172,6 +172,10 @@ func (a *Server) run(ctx context.Context, c *handler, st statement) (*mysql.Resu
 		return a.showStatus(st), nil
 	case showProcesslist:
 		return a.showProcesslist(st), nil
+	case showTables:
+		return showViews(st)
+	case showColumns:
+		return showViewColumns(st)
 	case selectVars:
 		return a.selectVars(st)
 	case selectSQL:

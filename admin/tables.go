@@ -1,8 +1,11 @@
 package admin
 
 import (
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/tpproxy/tpproxy/scheduler"
 )
@@ -198,4 +201,60 @@ func (a *Server) waitRows() [][]any {
 		{"QUEUE", int64(st.Waited)},
 		{"QUEUE_TIMEOUT", int64(st.Timeouts)},
 	}
+}
+
+// viewSchema checks that db names information_schema ("" does: the admin
+// port has no other database and no USE).
+func viewSchema(db string) error {
+	if db != "" && !strings.EqualFold(db, "information_schema") {
+		return newErr(errBadDB, "Unknown database '%s'", db)
+	}
+	return nil
+}
+
+// showViews answers SHOW TABLES: the views by name.
+func showViews(st showTables) (*mysql.Result, error) {
+	if err := viewSchema(st.db); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(tables))
+	for _, t := range tables {
+		if st.like == nil || likeMatch(t.name, *st.like) {
+			names = append(names, t.name)
+		}
+	}
+	slices.Sort(names)
+	rows := make([][]any, len(names))
+	for i, n := range names {
+		rows[i] = []any{n}
+	}
+	return resultSet([]column{{"Tables_in_information_schema", colString}}, rows), nil
+}
+
+// showViewColumns answers SHOW COLUMNS and DESCRIBE of a view.
+func showViewColumns(st showColumns) (*mysql.Result, error) {
+	if err := viewSchema(st.db); err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(tables, func(t table) bool { return strings.EqualFold(t.name, st.table) })
+	if i < 0 {
+		return nil, unknownTable(st.table, "information_schema")
+	}
+	var rows [][]any
+	for _, c := range tables[i].cols {
+		if st.like != nil && !likeMatch(c.name, *st.like) {
+			continue
+		}
+		typ := "bigint(21)"
+		switch c.typ {
+		case colFloat:
+			typ = "double"
+		case colString, colValue:
+			typ = "varchar(4096)"
+		}
+		rows = append(rows, []any{c.name, typ, "YES", "", nil, ""})
+	}
+	cols := []column{{"Field", colString}, {"Type", colString}, {"Null", colString}, {"Key", colString},
+		{"Default", colString}, {"Extra", colString}}
+	return resultSet(cols, rows), nil
 }

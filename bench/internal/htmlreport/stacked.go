@@ -18,7 +18,7 @@ var segmentPalette = []string{
 	"#f28e5c", // salmon
 	"#6a5acd", // slate blue
 	"#e6d3a3", // sand
-	"#b07aa1", // mauve
+	"#b3de69", // yellow-green
 	"#9c755f", // umber
 }
 
@@ -82,7 +82,9 @@ func renderStacked(c Chart, pal pageColors) ([]byte, []string, error) {
 					v = b.Values[si]
 				}
 				if !finite(v) || v < 0 {
-					skipped[si]++
+					if len(b.Values) > 0 { // a bar without values is an empty slot
+						skipped[si]++
+					}
 					v = math.NaN()
 				} else {
 					nb.total += v

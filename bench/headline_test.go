@@ -261,6 +261,18 @@ func TestHTMLHeadlinesAndColours(t *testing.T) {
 	if n := strings.Count(lat, "stroke-dasharray"); n != 4 {
 		t.Errorf("latency chart has %d dashed lines, want 4 (one p99 per target)", n)
 	}
+	for _, bad := range []string{"http://", "https://", "<script", "<link", "url(", "@import", "<img"} {
+		if strings.Contains(strings.ToLower(page), bad) {
+			t.Errorf("report.html contains %q: not self-contained", bad)
+		}
+	}
+	var md bytes.Buffer
+	if err := readFixture(t).WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "## At a glance\n\n- "+h+"\n") {
+		t.Errorf("summary.md lacks the headline:\n%s", md.String())
+	}
 	errs := figureOf(t, page, "errors-ability_attr")
 	if strings.Contains(errs, "No failed") || !strings.Contains(errs, "<svg") {
 		t.Error("ability_attr had errors but no errors chart")
@@ -404,5 +416,24 @@ func TestHTMLFixtureFile(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "fixture-report.html"), []byte(htmlOfFixture(t)), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHTMLSingleStep: with one client count the charts are bars, and a
+// target's p99 is a light bar of its colour, as the title says.
+func TestHTMLSingleStep(t *testing.T) {
+	var b bytes.Buffer
+	if err := cpuReport().WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	lat := figureOf(t, b.String(), "latency")
+	if !strings.Contains(lat, "<figcaption>Latency: p90 dark, p99 light</figcaption>") {
+		t.Errorf("latency chart title does not say how p99 is drawn:\n%.300s", lat)
+	}
+	if !strings.Contains(lat, `<span class="swatch c1 tint"></span>tpproxy p99`) {
+		t.Error("tpproxy p99 is not a light bar in the legend")
+	}
+	if strings.Contains(lat, "stroke-dasharray") {
+		t.Error("bar chart with dashes")
 	}
 }

@@ -54,15 +54,21 @@ func (w workloadSteps) charts(idSuffix string, cpus int) []htmlreport.Chart {
 		}
 		return sr
 	}
+	// How a chart tells a target's two series apart: dashed lines are
+	// light bars (see htmlreport.Series.Dashed).
+	solid, dashed := "solid", "dashed"
+	if single {
+		solid, dashed = "dark", "light"
+	}
 	always := func(f func(StepResult) float64) func(StepResult) (float64, bool) {
 		return func(s StepResult) (float64, bool) { return f(s), true }
 	}
 
 	tps := chart("tps", "Throughput", "transactions/s")
-	lat := chart("latency", "Latency: p90 solid, p99 dashed", "ms")
+	lat := chart("latency", "Latency: p90 "+solid+", p99 "+dashed, "ms")
 	errs := chart("errors", "Failed transactions", "errors in the hold")
 	errs.Empty = "No failed transactions in any step."
-	queue := chart("queue", "tpproxy queue wait: per statement solid, per queued statement dashed", "ms")
+	queue := chart("queue", "tpproxy queue wait: per statement "+solid+", per queued statement "+dashed, "ms")
 	for _, t := range w.targets {
 		tps.Series = append(tps.Series, series(t, t, false, always(func(s StepResult) float64 { return s.TPS })))
 		lat.Series = append(lat.Series,
@@ -88,7 +94,8 @@ func (w workloadSteps) charts(idSuffix string, cpus int) []htmlreport.Chart {
 	}
 	charts := []htmlreport.Chart{tps}
 	if len(w.targets) > 1 {
-		charts = append(charts, w.ratioChart(chart("ratio", "", "× "+w.baseline)))
+		ratio := chart("ratio", "Relative to "+w.baseline+": TPS "+solid+" (higher is better), p99 "+dashed+" (lower is better)", "× "+w.baseline)
+		charts = append(charts, w.ratioChart(ratio))
 	}
 	charts = append(charts, lat, errs, w.cpuChart(idSuffix, cpus))
 	if c, ok := w.cpuPerStmtChart(idSuffix); ok {
@@ -107,7 +114,6 @@ func (w workloadSteps) charts(idSuffix string, cpus int) []htmlreport.Chart {
 // same step, on a log axis so 2× and 0.5× are as far from 1. A step where
 // the baseline has no transactions has no ratio and no point.
 func (w workloadSteps) ratioChart(c htmlreport.Chart) htmlreport.Chart {
-	c.Title = "Relative to " + w.baseline + ": TPS solid (higher is better), p99 dashed (lower is better)"
 	c.LogY = c.Kind == htmlreport.LineChart
 	ratio := func(t string, f func(StepResult) float64) []htmlreport.Point {
 		var pts []htmlreport.Point

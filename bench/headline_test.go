@@ -396,6 +396,19 @@ func TestCPUStacks(t *testing.T) {
 			}
 		}
 	}
+	// Without a core count the host's busy share cannot be put in cores:
+	// no "other", rather than a wrong one; the machine's count stands in
+	// for a step's.
+	for i := range r.Steps {
+		r.Steps[i].ClientCPU.Cores = 0
+	}
+	if v := r.byWorkload()[0].cpuChart("", 0).Stacks.Groups[0].Bars[0].Values; !math.IsNaN(v[3]) {
+		t.Errorf("no core count: other = %v, want none", v[3])
+	}
+	if v := r.byWorkload()[0].cpuChart("", 2).Stacks.Groups[0].Bars[0].Values; v[3] != 80*2-30-0-120 {
+		t.Errorf("2 cores from the environment: other = %v, want 10", v[3])
+	}
+
 	// Without any CPU figure the chart is a line of text.
 	empty := (&Report{Steps: []StepResult{{Target: "a", Workload: "w", Threads: 1}}}).byWorkload()[0].cpuChart("", 2)
 	var b bytes.Buffer

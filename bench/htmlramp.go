@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -226,11 +227,8 @@ func (w workloadSteps) cpuChart(idSuffix string, cpus int) htmlreport.Chart {
 		}
 		if anyHost {
 			other := math.NaN()
-			if localHost(s) {
-				cores := s.ClientCPU.Cores
-				if cores == 0 {
-					cores = cpus
-				}
+			cores := cmp.Or(s.ClientCPU.Cores, cpus)
+			if localHost(s) && cores > 0 {
 				used := s.ClientCPU.Pct + relay
 				if serverOK {
 					used += server

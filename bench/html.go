@@ -3,8 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +23,14 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	p := htmlreport.Page{
 		Title:    title,
 		Subtitle: r.subtitle(),
+	}
+	workloads := r.byWorkload()
+	var lead []string
+	for _, w := range workloads {
+		lead = append(lead, w.headline())
+	}
+	if len(lead) > 0 {
+		p.Sections = append(p.Sections, htmlreport.Section{Heading: "At a glance", Lead: lead})
 	}
 	p.Sections = append(p.Sections, r.setupSection())
 	if len(r.Comparisons) > 0 {
@@ -53,26 +59,12 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			Tables:     []htmlreport.Table{{Header: sweepHeader, Rows: sweepRows(s), NumericCols: []int{1, 2, 3}}},
 		})
 	}
-	var workloads []string
-	for _, st := range r.Steps {
-		if !slices.Contains(workloads, st.Workload) {
-			workloads = append(workloads, st.Workload)
-		}
-	}
-	for _, wl := range workloads {
-		var steps []StepResult
-		for _, st := range r.Steps {
-			if st.Workload == wl {
-				steps = append(steps, st)
-			}
-		}
+	for _, w := range workloads {
 		heading, suffix := "Charts", ""
 		if len(workloads) > 1 {
-			heading, suffix = "Charts: "+wl, "-"+wl
+			heading, suffix = "Charts: "+w.name, "-"+w.name
 		}
-		if charts := rampCharts(steps, suffix); len(charts) > 0 {
-			p.Sections = append(p.Sections, htmlreport.Section{Heading: heading, Charts: charts})
-		}
+		p.Sections = append(p.Sections, htmlreport.Section{Heading: heading, Lead: []string{w.headline()}, Charts: w.charts(suffix, r.Environment.CPUs)})
 	}
 	if s := r.Soak; s != nil {
 		p.Sections = append(p.Sections, htmlreport.Section{
@@ -174,121 +166,6 @@ func sweepRows(s *SweepOutcome) [][]string {
 	return rows
 }
 
-// rampCharts draws one workload's steps against client count, one series
-// per target; idSuffix tells the charts of several workloads apart. Client
-// counts spanning a factor of 8 or more get a log axis.
-func rampCharts(steps []StepResult, idSuffix string) []htmlreport.Chart {
-	lo, hi := math.MaxInt, 0
-	for _, s := range steps {
-		lo, hi = min(lo, s.Threads), max(hi, s.Threads)
-	}
-	logX := hi >= 8*lo
-	type key struct{ series, suffix string }
-	series := map[key][]htmlreport.Point{}
-	var order []key
-	add := func(s StepResult, suffix string, y float64) {
-		k := key{s.Target, suffix}
-		if _, ok := series[k]; !ok {
-			order = append(order, k)
-		}
-		series[k] = append(series[k], htmlreport.Point{X: float64(s.Threads), Y: y})
-	}
-	chart := func(id, title, ylabel string, suffixes ...string) htmlreport.Chart {
-		c := htmlreport.Chart{ID: id + idSuffix, Title: title, XLabel: "clients", YLabel: ylabel, LogX: logX}
-		if lo == hi { // a single client count: bars read better than lone dots
-			c.Kind = htmlreport.BarChart
-		}
-		for _, k := range order {
-			if slices.Contains(suffixes, k.suffix) {
-				n := k.series
-				if len(suffixes) > 1 {
-					n += " " + k.suffix
-				}
-				c.Series = append(c.Series, htmlreport.Series{Name: n, Points: series[k]})
-			}
-		}
-		return c
-	}
-	var haveHost, haveProxy, haveProc, havePerStmt bool
-	for _, s := range steps {
-		if s.Confirm {
-			continue
-		}
-		add(s, "tps", s.TPS)
-		add(s, "p90", s.Latency.P90)
-		add(s, "p99", s.Latency.P99)
-		add(s, "errors", float64(s.ErrorTotal))
-		add(s, "client CPU", s.ClientCPU.Pct)
-		if s.Host != nil {
-			haveHost = true
-			add(s, "host CPU", s.Host.CPUBusyPct)
-			add(s, "ctx", s.Host.CtxSwitchesPerSec)
-		}
-		// A step's series show the processes its statements went
-		// through; the others idled or served another target.
-		servers, relays := s.servingProcesses()
-		for _, set := range []struct {
-			kind string
-			idx  []int
-		}{{ProcServer, servers}, {ProcRelay, relays}} {
-			for _, i := range set.idx {
-				p := s.Processes[i]
-				haveProc = true
-				add(s, set.kind+" CPU", p.CPUPct)
-				add(s, set.kind+" ctx", p.CtxSwitchesPerSec)
-			}
-		}
-		if s.RelayCPUUsPerStmt > 0 {
-			havePerStmt = true
-			add(s, "relay µs/stmt", s.RelayCPUUsPerStmt)
-		}
-		if s.ServerCPUUsPerStmt > 0 {
-			havePerStmt = true
-			add(s, "server µs/stmt", s.ServerCPUUsPerStmt)
-		}
-		if s.Proxy != nil {
-			haveProxy = true
-			add(s, "queue wait", s.Proxy.QueueWaitPerStmtMs)
-			add(s, "queue wait per queued", s.Proxy.QueueWaitAvgMs)
-		}
-	}
-	if len(order) == 0 {
-		return nil
-	}
-	charts := []htmlreport.Chart{
-		chart("tps", "Throughput", "transactions/s", "tps"),
-		chart("latency", "Latency p90 and p99", "ms", "p90", "p99"),
-		chart("errors", "Failed transactions", "errors in the hold", "errors"),
-	}
-	cpu := []string{"client CPU"}
-	ctx := []string{}
-	if haveHost {
-		cpu = append(cpu, "host CPU")
-		ctx = append(ctx, "ctx")
-	}
-	if haveProc {
-		for _, k := range order {
-			if strings.HasSuffix(k.suffix, " CPU") && k.suffix != "client CPU" && k.suffix != "host CPU" && !slices.Contains(cpu, k.suffix) {
-				cpu = append(cpu, k.suffix)
-			}
-			if strings.HasSuffix(k.suffix, " ctx") && !slices.Contains(ctx, k.suffix) {
-				ctx = append(ctx, k.suffix)
-			}
-		}
-	}
-	charts = append(charts, chart("cpu", "CPU (100 = one core; host: % of all cores)", "%", cpu...))
-	if havePerStmt {
-		charts = append(charts, chart("cpu-stmt", "CPU per statement: proxy (relay) and server", "µs/statement", "relay µs/stmt", "server µs/stmt"))
-	}
-	if len(ctx) > 0 {
-		charts = append(charts, chart("ctx", "Context switches", "switches/s", ctx...))
-	}
-	if haveProxy {
-		charts = append(charts, chart("queue", "tpproxy queue wait", "ms", "queue wait", "queue wait per queued"))
-	}
-	return charts
-}
-
 // soakCharts draws a soak's time series.
 func soakCharts(s *SoakOutcome) []htmlreport.Chart {
 	line := func(name string, f func(SoakSample) float64) htmlreport.Series {
@@ -299,12 +176,17 @@ func soakCharts(s *SoakOutcome) []htmlreport.Chart {
 		return out
 	}
 	mb := func(b uint64) float64 { return float64(b) / 1e6 }
+	keyed := func(s htmlreport.Series, key string, dashed bool) htmlreport.Series {
+		s.Key, s.Dashed = key, dashed
+		return s
+	}
 	return []htmlreport.Chart{
 		{ID: "soak-tps", Title: "Throughput over time", XLabel: "seconds", YLabel: "transactions/s",
 			Series: []htmlreport.Series{line("tps", func(x SoakSample) float64 { return x.TPS })}},
-		{ID: "soak-latency", Title: "Latency over time", XLabel: "seconds", YLabel: "ms", Series: []htmlreport.Series{
-			line("p90", func(x SoakSample) float64 { return x.P90 }), line("p99", func(x SoakSample) float64 { return x.P99 })}},
-		{ID: "soak-errors", Title: "Error rate over time", XLabel: "seconds", YLabel: "%",
+		{ID: "soak-latency", Title: "Latency over time: p90 solid, p99 dashed", XLabel: "seconds", YLabel: "ms", Series: []htmlreport.Series{
+			keyed(line("p90", func(x SoakSample) float64 { return x.P90 }), "latency", false),
+			keyed(line("p99", func(x SoakSample) float64 { return x.P99 }), "latency", true)}},
+		{ID: "soak-errors", Title: "Error rate over time", XLabel: "seconds", YLabel: "%", Empty: "No failed transactions.",
 			Series: []htmlreport.Series{line("errors", func(x SoakSample) float64 { return x.ErrorPct })}},
 		{ID: "soak-memory", Title: "Memory over time", XLabel: "seconds", YLabel: "RSS MB", Series: []htmlreport.Series{
 			line("server", func(x SoakSample) float64 { return mb(x.ServerRSS) }), line("proxy", func(x SoakSample) float64 { return mb(x.ProxyRSS) })}},

@@ -394,6 +394,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- tpproxy: %d backend connections\n", e.PoolSize)
 	}
 
+	if ws := r.byWorkload(); len(ws) > 0 {
+		b.WriteString("\n## At a glance\n\n")
+		for _, w := range ws {
+			fmt.Fprintf(&b, "- %s\n", w.headline())
+		}
+	}
+
 	b.WriteString("\n## Before/after\n\n")
 	if err := renderMarkdownTable(&b, comparisonHeader, comparisonRows(r.Comparisons)); err != nil {
 		return err

@@ -218,7 +218,8 @@ func TestWriteFilesCPUPerStmt(t *testing.T) {
 		}
 	}
 	html, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
-	for _, want := range []string{`data-chart="cpu-stmt"`, "tpproxy relay µs/stmt", "mariadb-pool server µs/stmt", "proxy CPU µs/stmt"} {
+	for _, want := range []string{`data-chart="cpu-stmt"`, `data-bar="tpproxy" data-group="8" data-segment="proxy" data-value="25.04"`,
+		`data-bar="mariadb-pool" data-group="8" data-segment="server" data-value="28"`, "proxy CPU µs/stmt"} {
 		if !bytes.Contains(html, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
+	"fmt"
 	"html"
 	"html/template"
 	"math"
@@ -74,26 +75,85 @@ func topPadding(yLabel string) int {
 // blur into a thick line.
 const maxMarkedPoints = 40
 
+// pageColors gives every key of a page its colour index, by first
+// appearance, so a target has one colour in the whole report however the
+// charts order or omit their series. Segment names of stacked charts have
+// a palette and an index of their own.
+type pageColors struct {
+	keys, segments map[string]int
+}
+
+func newPageColors(p Page) pageColors {
+	pc := pageColors{keys: map[string]int{}, segments: map[string]int{}}
+	see := func(m map[string]int, k string) {
+		if _, ok := m[k]; !ok {
+			m[k] = len(m)
+		}
+	}
+	for _, s := range p.Sections {
+		for _, c := range s.Charts {
+			if c.Kind == StackedBarChart {
+				if c.Stacks != nil {
+					for _, seg := range c.Stacks.Segments {
+						see(pc.segments, seg)
+					}
+					for _, g := range c.Stacks.Groups {
+						for _, b := range g.Bars {
+							see(pc.keys, keyOf(b.Key, b.Name))
+						}
+					}
+				}
+				continue
+			}
+			for _, sr := range c.Series {
+				see(pc.keys, keyOf(sr.Key, sr.Name))
+			}
+		}
+	}
+	return pc
+}
+
+func keyOf(key, name string) string {
+	if key == "" {
+		return name
+	}
+	return key
+}
+
+// series returns the colour index of a series.
+func (pc pageColors) series(s Series) int { return pc.keys[keyOf(s.Key, s.Name)] }
+
 func seriesColor(i int) string { return palette[i%len(palette)] }
 
-// seriesDashed reports whether series i shares its colour with an earlier
-// series and so is told apart by a dashed stroke.
-func seriesDashed(i int) bool { return i >= len(palette) }
+// lineDashed reports whether a line of colour index i is dashed: asked
+// for, or sharing its colour with an earlier key past the palette's end.
+func lineDashed(s Series, i int) bool { return s.Dashed || i >= len(palette) }
 
-// seriesClass is the legend swatch class of series i; only lines are dashed.
-func seriesClass(i int, kind ChartKind) string {
+// seriesClass is the legend swatch class of a series of colour index i.
+func seriesClass(s Series, i int, kind ChartKind) string {
 	c := "c" + strconv.Itoa(i%len(palette))
-	if kind == LineChart && seriesDashed(i) {
+	switch {
+	case kind == LineChart && lineDashed(s, i):
 		c += " dash"
+	case kind == BarChart && s.Dashed:
+		c += " tint"
 	}
 	return c
 }
 
-func renderChart(c Chart) viewChart {
-	vc := viewChart{ID: c.ID, Title: c.Title}
-	for i, s := range c.Series {
-		vc.Legend = append(vc.Legend, legendItem{Name: s.Name, Class: seriesClass(i, c.Kind)})
+// tint mixes "#rrggbb" with white: the fill of a "dashed" bar series.
+func tint(hex string) string {
+	v, err := strconv.ParseUint(hex[1:], 16, 32)
+	if err != nil {
+		return hex
 	}
+	mix := func(c uint64) uint64 { return c + (255-c)*55/100 }
+	r, g, b := mix(v>>16), mix(v>>8&0xff), mix(v&0xff)
+	return "#" + fmt.Sprintf("%02x%02x%02x", r, g, b)
+}
+
+func renderChart(c Chart, pal pageColors) viewChart {
+	vc := viewChart{ID: c.ID, Title: c.Title}
 	var (
 		svg   []byte
 		notes []string
@@ -101,25 +161,53 @@ func renderChart(c Chart) viewChart {
 	)
 	switch c.Kind {
 	case BarChart:
-		svg, notes, err = renderBar(c)
+		svg, notes, err = renderBar(c, pal)
+	case StackedBarChart:
+		svg, notes, err = renderStacked(c, pal)
 	default:
-		svg, notes, err = renderLine(c)
+		svg, notes, err = renderLine(c, pal)
 	}
 	vc.Notes = notes
 	switch {
 	case errors.Is(err, errNoData):
-		vc.Placeholder = "No data"
+		vc.Placeholder = cmp.Or(c.Empty, "No data.")
+	case errors.Is(err, errAllZero):
+		vc.Placeholder = cmp.Or(c.Empty, "All values are 0.")
 	case err != nil:
 		vc.Placeholder = "Chart could not be drawn: " + err.Error()
 	default:
 		vc.SVG = inlineSVG(svg, c.Title)
+		vc.Legend = legend(c, pal)
 	}
 	return vc
 }
 
-// errNoData means the chart has no finite point to draw; it is shown as a
-// placeholder and never returned to callers.
-var errNoData = errors.New("no data")
+func legend(c Chart, pal pageColors) []legendGroup {
+	if c.Kind != StackedBarChart {
+		var g legendGroup
+		for _, s := range c.Series {
+			g.Items = append(g.Items, legendItem{Name: s.Name, Class: seriesClass(s, pal.series(s), c.Kind)})
+		}
+		return []legendGroup{g}
+	}
+	var segs, bars legendGroup
+	for _, name := range c.Stacks.Segments {
+		segs.Items = append(segs.Items, legendItem{Name: name, Class: "box " + segmentClass(pal.segments[name])})
+	}
+	bars.Title = "Bars, left to right:"
+	for _, b := range stackKeys(c.Stacks) {
+		bars.Items = append(bars.Items, legendItem{Name: b.Name, Class: "band c" + strconv.Itoa(pal.keys[keyOf(b.Key, b.Name)]%len(palette))})
+	}
+	return []legendGroup{segs, bars}
+}
+
+// errNoData means the chart has no finite point to draw, errAllZero that
+// all it has are zeros; both are shown as a line of text and never returned
+// to callers.
+var (
+	errNoData  = errors.New("no data")
+	errAllZero = errors.New("all values are 0")
+)
 
 // svgOpenTag matches the root element the chart libraries write.
 var svgOpenTag = regexp.MustCompile(`^\s*<svg\b[^>]*>`)
@@ -251,7 +339,7 @@ func missingNote(c Chart, drawn func(series int) bool) []string {
 	return []string{"Nothing to draw for " + strings.Join(names, ", ") + "."}
 }
 
-func renderLine(c Chart) ([]byte, []string, error) {
+func renderLine(c Chart, pal pageColors) ([]byte, []string, error) {
 	segs, nonFinite, nonPositive := lineSegments(c)
 	notes := skipNotes(nonFinite, nonPositive, c)
 	if len(segs) == 0 {
@@ -270,6 +358,9 @@ func renderLine(c Chart) ([]byte, []string, error) {
 		counts[sg.series] += len(sg.xs)
 	}
 	notes = append(notes, missingNote(c, func(i int) bool { return counts[i] > 0 })...)
+	if !c.LogY && ymin == 0 && ymax == 0 {
+		return nil, notes, errAllZero
+	}
 
 	var xticks, yticks []chartdraw.Tick
 	if c.LogX {
@@ -338,9 +429,11 @@ func renderLine(c Chart) ([]byte, []string, error) {
 		})
 	}
 	for _, sg := range segs {
-		col := drawing.ColorFromHex(seriesColor(sg.series)[1:])
+		s := c.Series[sg.series]
+		ci := pal.series(s)
+		col := drawing.ColorFromHex(seriesColor(ci)[1:])
 		st := chartdraw.Style{StrokeColor: col, StrokeWidth: 2}
-		if seriesDashed(sg.series) {
+		if lineDashed(s, ci) {
 			st.StrokeDashArray = []float64{6, 4}
 		}
 		if counts[sg.series] <= maxMarkedPoints || len(sg.xs) == 1 {
@@ -361,7 +454,7 @@ func renderLine(c Chart) ([]byte, []string, error) {
 	return buf.Bytes(), notes, nil
 }
 
-func renderBar(c Chart) ([]byte, []string, error) {
+func renderBar(c Chart, pal pageColors) ([]byte, []string, error) {
 	var notes []string
 	if c.LogY {
 		notes = append(notes, "Log scale is not supported for bar charts; the Y axis is linear.")
@@ -410,7 +503,11 @@ func renderBar(c Chart) ([]byte, []string, error) {
 			}
 		}
 		values[si] = row
-		colors[si] = charts.ColorFromHex(seriesColor(si))
+		col := seriesColor(pal.series(s))
+		if s.Dashed {
+			col = tint(col)
+		}
+		colors[si] = charts.ColorFromHex(col)
 	}
 
 	theme := charts.MakeTheme(charts.ThemeOption{
@@ -434,13 +531,19 @@ func renderBar(c Chart) ([]byte, []string, error) {
 	}}
 	// Bars start at zero unless a value is negative: a cut axis would
 	// make small differences look large.
-	nonNegative := true
+	nonNegative, allZero := true, true
 	for _, vs := range values {
 		for _, v := range vs {
 			if v < 0 {
 				nonNegative = false
 			}
+			if v != 0 && v != charts.GetNullValue() {
+				allZero = false
+			}
 		}
+	}
+	if allZero {
+		return nil, notes, errAllZero
 	}
 	if nonNegative {
 		opt.ValueAxis[0].Min = charts.Ptr(0.0)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func findChromium(t *testing.T) string {
 
 const (
 	browserWidth  = 1200
-	browserHeight = 3000
+	browserHeight = 4200
 )
 
 // runChromium runs one headless browser command against the page and returns
@@ -183,11 +184,25 @@ func TestChromiumDrawsCharts(t *testing.T) {
 				{ID: "one", Title: "one series, log X", LogX: true, Series: []htmlreport.Series{
 					{Name: "a", Points: pts(clientSteps, func(x float64) float64 { return 1 / x })},
 				}},
+				// Flat lines far apart, so each is one band of rows.
+				{ID: "dashed", Title: "b p90 solid, p99 dashed", Series: []htmlreport.Series{
+					{Name: "b p90", Key: "b", Points: pts(dense, func(float64) float64 { return 100 })},
+					{Name: "b p99", Key: "b", Dashed: true, Points: pts(dense, func(float64) float64 { return 300 })},
+				}},
+				{ID: "stacked", Title: "CPU by process", Kind: htmlreport.StackedBarChart, Stacks: &htmlreport.Stacks{
+					Segments: stackSegments,
+					Groups: []htmlreport.StackGroup{
+						{Label: "10", Bars: []htmlreport.Bar{{Name: "a", Values: []float64{20, 0, 80, 10}}, {Name: "b", Values: []float64{25, 40, 70, 10}}}},
+						{Label: "100", Bars: []htmlreport.Bar{{Name: "a", Values: []float64{30, 0, 120, 20}}, {Name: "b", Values: []float64{30, 60, 90, 15}}}},
+					},
+				}},
 			},
 		}},
 	}
-	// Series count per chart, in page order.
-	wantSeries := []int{2, 4, 0, 2, 1}
+	// Series colours per chart, in page order: the plot boxes in the
+	// screenshot; the empty chart is a line of text and has none.
+	wantColors := [][]int{{0, 1}, {0, 1, 2, 3}, {0, 1}, {0}, {1}, {0, 1}}
+	hasSVG := []bool{true, true, false, true, true, true, true}
 	const palette = 4 // colours checked: those of the largest chart
 
 	dir := t.TempDir()
@@ -207,7 +222,7 @@ func TestChromiumDrawsCharts(t *testing.T) {
 	start := time.Now()
 	dom := string(runChromium(ctx, t, bin, "--dump-dom", url))
 	for i, c := range p.Sections[0].Charts {
-		fig := fmt.Sprintf(`<figure class="chart" id="%s" data-chart="%s">`, c.ID, c.ID)
+		fig := fmt.Sprintf(`id="%s" data-chart="%s">`, c.ID, c.ID)
 		i0 := strings.Index(dom, fig)
 		if i0 < 0 {
 			t.Errorf("DOM after loading lacks the figure of chart %q", c.ID)
@@ -215,8 +230,8 @@ func TestChromiumDrawsCharts(t *testing.T) {
 		}
 		body := dom[i0:]
 		body = body[:strings.Index(body, "</figure>")]
-		if hasSVG := strings.Contains(body, "<svg"); hasSVG != (wantSeries[i] > 0) {
-			t.Errorf("chart %q: <svg> in DOM = %v, want %v", c.ID, hasSVG, wantSeries[i] > 0)
+		if got := strings.Contains(body, "<svg"); got != hasSVG[i] {
+			t.Errorf("chart %q: <svg> in DOM = %v, want %v", c.ID, got, hasSVG[i])
 		}
 	}
 
@@ -248,23 +263,130 @@ func TestChromiumDrawsCharts(t *testing.T) {
 	img := toRGBA(decoded)
 
 	boxes := plotBoxes(t, img, parseHex(t, htmlreport.PlotBorderColor))
-	if len(boxes) != len(wantSeries) {
-		t.Fatalf("found %d plot boxes in the screenshot, want %d: %v", len(boxes), len(wantSeries), boxes)
+	if len(boxes) != len(wantColors) {
+		t.Fatalf("found %d plot boxes in the screenshot, want %d: %v", len(boxes), len(wantColors), boxes)
+	}
+	var drawn []htmlreport.Chart // the charts with a plot box
+	for i, c := range p.Sections[0].Charts {
+		if hasSVG[i] {
+			drawn = append(drawn, c)
+		}
 	}
 	for i, box := range boxes {
-		id := p.Sections[0].Charts[i].ID
+		id := drawn[i].ID
 		if w := box.Dx(); w < 850 {
 			t.Errorf("chart %q: plot is %dpx wide, want about 900", id, w)
 		}
 		for s := range palette {
 			n := countNear(img, box, parseHex(t, htmlreport.SeriesColor(s)))
 			switch {
-			case s < wantSeries[i] && n < 150:
+			case slices.Contains(wantColors[i], s) && n < 150:
 				t.Errorf("chart %q: series %d drawn with only %d pixels of its colour", id, s, n)
-			case s >= wantSeries[i] && n > 10:
+			case !slices.Contains(wantColors[i], s) && n > 10:
 				t.Errorf("chart %q: %d pixels of series colour %d, which the chart does not have", id, n, s)
 			}
 			t.Logf("chart %q %v: colour %d: %d pixels", id, box, s, n)
 		}
+	}
+	checkDashed(t, img, boxes[4], parseHex(t, htmlreport.SeriesColor(1)))
+	checkStacked(t, img, boxes[5], p)
+}
+
+var (
+	dense = func() []float64 {
+		xs := make([]float64, 60)
+		for i := range xs {
+			xs[i] = float64(i)
+		}
+		return xs
+	}()
+	stackSegments = []string{"client", "proxy", "server", "other"}
+)
+
+// checkDashed finds the two flat lines of one colour in box: the upper one
+// (p99) must be broken into many dashes, the lower one (p90) unbroken.
+func checkDashed(t *testing.T, img *image.RGBA, box image.Rectangle, col rgbColor) {
+	t.Helper()
+	type row struct{ y, pixels, runs int }
+	var rows []row
+	for y := box.Min.Y; y < box.Max.Y; y++ {
+		r := row{y: y}
+		in := false
+		for x := box.Min.X; x < box.Max.X; x++ {
+			hit := near(img, x, y, col, 60)
+			if hit {
+				r.pixels++
+				if !in {
+					r.runs++
+				}
+			}
+			in = hit
+		}
+		if r.pixels > 200 {
+			rows = append(rows, r)
+		}
+	}
+	// Adjacent rows are one line; keep each line's fullest row.
+	var lines []row
+	for _, r := range rows {
+		if n := len(lines); n > 0 && r.y-lines[n-1].y <= 3 {
+			if r.pixels > lines[n-1].pixels {
+				r.y = max(r.y, lines[n-1].y)
+				lines[n-1] = r
+			}
+			continue
+		}
+		lines = append(lines, r)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("dashed chart: %d horizontal lines in the series colour, want 2: %v", len(lines), lines)
+	}
+	p99, p90 := lines[0], lines[1]
+	t.Logf("dashed chart: p99 row %+v, p90 row %+v", p99, p90)
+	if p99.runs < 30 {
+		t.Errorf("p99 line is %d runs of colour, want a dashed line of many dashes", p99.runs)
+	}
+	if p90.runs > 3 {
+		t.Errorf("p90 line is %d runs of colour, want one solid line", p90.runs)
+	}
+}
+
+// checkStacked: every segment colour is drawn, the bands under the bars
+// have the keys' colours, and every column through a bar meets the
+// segments bottom to top in their order.
+func checkStacked(t *testing.T, img *image.RGBA, box image.Rectangle, p htmlreport.Page) {
+	t.Helper()
+	segCols := make([]rgbColor, len(stackSegments))
+	for i, name := range stackSegments {
+		segCols[i] = parseHex(t, htmlreport.SegmentColor(p, name))
+		if n := countNear(img, box, segCols[i]); n < 300 {
+			t.Errorf("stacked chart: segment %q has %d pixels of its colour", name, n)
+		}
+	}
+	for _, key := range []string{"a", "b"} {
+		if n := countNear(img, box, parseHex(t, htmlreport.KeyColor(p, key))); n < 60 {
+			t.Errorf("stacked chart: band of %q has %d pixels of its colour", key, n)
+		}
+	}
+	full := 0
+	for x := box.Min.X; x < box.Max.X; x++ {
+		var seq []int // segment indexes met from the bottom up, runs merged
+		for y := box.Max.Y - 1; y >= box.Min.Y; y-- {
+			for i, c := range segCols {
+				if near(img, x, y, c, 12) && (len(seq) == 0 || seq[len(seq)-1] != i) {
+					seq = append(seq, i)
+				}
+			}
+		}
+		if !slices.IsSorted(seq) {
+			t.Fatalf("stacked chart: column %d meets segments %v from the bottom up, want them in order", x, seq)
+		}
+		if len(seq) == len(segCols) {
+			full++
+		}
+	}
+	// Two bars (b's) have all four segments: about 2 × 80 columns.
+	if full < 100 {
+		t.Errorf("stacked chart: %d columns through all four segments, want about 160", full)
 	}
 }

@@ -1,6 +1,6 @@
 // Package htmlreport renders a benchmark report as one self-contained HTML
-// file: inline CSS, charts as inline SVG drawn server-side with
-// github.com/go-analyze/charts, no scripts and no references to anything
+// file: inline CSS, charts as inline SVG drawn server-side (lines and bars
+// with github.com/go-analyze/charts, stacked bars by the package), no scripts and no references to anything
 // outside the document, so the file can be mailed, archived or opened
 // offline and looks the same everywhere.
 //
@@ -24,9 +24,12 @@ type Page struct {
 }
 
 // Section is a headed part of the page. Its content is rendered in the order
-// paragraphs, tables, charts.
+// lead, paragraphs, tables, charts.
 type Section struct {
-	Heading    string
+	Heading string
+	// Lead are the section's findings, one sentence each, set larger than
+	// paragraphs so a reader sees them first (plain text, escaped).
+	Lead       []string
 	Paragraphs []string // plain text, escaped
 	Tables     []Table
 	Charts     []Chart
@@ -52,11 +55,13 @@ const (
 	// BarChart draws grouped bars. Its X axis is categorical: the sorted union
 	// of all finite X values, with no bar where a series has no point.
 	BarChart
+	// StackedBarChart draws Chart.Stacks: groups of stacked bars. Series,
+	// LogX and LogY are not used.
+	StackedBarChart
 )
 
-// Chart is one figure. Series colours are assigned by position in Series,
-// from the same palette in every chart, so a target keeps its colour across
-// charts when callers keep the series order.
+// Chart is one figure. Series colours come from the page, by Series.Key:
+// one key has one colour in every chart (see [Series]).
 type Chart struct {
 	// ID must be non-empty and unique in the page; it becomes the figure's id
 	// and data-chart attributes.
@@ -71,14 +76,60 @@ type Chart struct {
 	// double at each step. Points with X <= 0 are skipped. Line charts only.
 	LogX   bool
 	Series []Series
-	// Kind is LineChart (default) or BarChart.
+	// Kind is LineChart (default), BarChart or StackedBarChart.
 	Kind ChartKind
+	// Stacks is the data of a StackedBarChart.
+	Stacks *Stacks
+	// Empty is the line of text shown instead of a plot that would show
+	// nothing: no drawable value, or only zeros (an axis from -1 to 1 around
+	// a flat line says nothing). Default "No data." or "All values are 0.".
+	Empty string
 }
 
 // Series is one named set of points, e.g. one benchmark target.
 type Series struct {
-	Name   string
+	Name string
+	// Key is what the series is about, e.g. a benchmark target. Series with
+	// the same key have the same colour in every chart and legend of the
+	// page; keys take the palette's colours in the order they first appear
+	// in the page (series keys and stacked bar keys alike). Empty means
+	// Name.
+	Key string
+	// Dashed draws a line series with a dashed stroke, to tell two series
+	// of one key apart (p90 solid, p99 dashed). A bar series is filled with
+	// a light tint of its colour instead.
+	Dashed bool
 	Points []Point
+}
+
+// Stacks is the data of a StackedBarChart: groups side by side along the X
+// axis (e.g. one per client count), in each a bar per key (e.g. per
+// target), each bar a stack of segments (e.g. the CPU used by client, proxy
+// and server). Segments have colours of their own, by name, the same in
+// every stacked chart of the page; the band under each bar has its key's
+// colour.
+type Stacks struct {
+	// Segments name the parts of every bar, bottom to top.
+	Segments []string
+	Groups   []StackGroup
+}
+
+// StackGroup is one X category of a stacked bar chart.
+type StackGroup struct {
+	Label string
+	// Bars are drawn left to right. A bar without values keeps its slot, so
+	// a key stays in the same place in every group.
+	Bars []Bar
+}
+
+// Bar is one stack.
+type Bar struct {
+	// Name labels the bar; Key is as in Series (empty means Name).
+	Name, Key string
+	// Values are the heights of the segments, in the order of
+	// Stacks.Segments. A missing, NaN, infinite or negative value is not
+	// drawn, and a note says so.
+	Values []float64
 }
 
 // Point is one sample. X is numeric: clients, or seconds since start for
@@ -89,14 +140,16 @@ type Point struct{ X, Y float64 }
 // ErrChartID reports a chart ID that is empty or used twice in one page.
 var ErrChartID = errors.New("htmlreport: invalid chart ID")
 
-// ErrChartKind reports a Chart.Kind that is neither LineChart nor BarChart.
+// ErrChartKind reports a Chart.Kind that is not one of the ChartKind
+// constants.
 var ErrChartKind = errors.New("htmlreport: unknown chart kind")
 
 // Render writes p as one HTML document to w.
 //
 // The page is validated (chart IDs, kinds) and rendered completely in memory
 // before anything is written, so w receives either the whole document or
-// nothing. A chart without drawable points shows a "no data" placeholder. If
+// nothing. A chart without drawable points, or with only zeros, is one line
+// of text (Chart.Empty). If
 // the chart library rejects a chart, its figure shows the library's message
 // instead and the rest of the report is still written: losing a long
 // benchmark's report to one bad chart would be worse. Output is
@@ -106,17 +159,19 @@ func Render(w io.Writer, p Page) error {
 		return err
 	}
 	vp := viewPage{Title: p.Title, Subtitle: p.Subtitle, CSS: template.CSS(stylesheet)}
+	pal := newPageColors(p)
 	for i, s := range p.Sections {
 		vs := viewSection{
 			Anchor:     fmt.Sprintf("sec-%d", i+1),
 			Heading:    s.Heading,
+			Lead:       s.Lead,
 			Paragraphs: s.Paragraphs,
 		}
 		for _, t := range s.Tables {
 			vs.Tables = append(vs.Tables, newViewTable(t))
 		}
 		for _, c := range s.Charts {
-			vs.Charts = append(vs.Charts, renderChart(c))
+			vs.Charts = append(vs.Charts, renderChart(c, pal))
 		}
 		vp.Sections = append(vp.Sections, vs)
 	}
@@ -141,7 +196,7 @@ func validate(p Page) error {
 				return fmt.Errorf("%w: %q is used by more than one chart", ErrChartID, c.ID)
 			}
 			seen[c.ID] = true
-			if c.Kind != LineChart && c.Kind != BarChart {
+			if c.Kind != LineChart && c.Kind != BarChart && c.Kind != StackedBarChart {
 				return fmt.Errorf("%w: chart %q has kind %d", ErrChartKind, c.ID, c.Kind)
 			}
 		}
@@ -160,6 +215,7 @@ type viewPage struct {
 type viewSection struct {
 	Anchor     string
 	Heading    string
+	Lead       []string
 	Paragraphs []string
 	Tables     []viewTable
 	Charts     []viewChart
@@ -183,8 +239,14 @@ type viewChart struct {
 	SVG template.HTML
 	// Placeholder replaces SVG when there is nothing to draw.
 	Placeholder string
-	Legend      []legendItem
+	Legend      []legendGroup
 	Notes       []string
+}
+
+// legendGroup is one line of a legend, e.g. a stacked chart's segments.
+type legendGroup struct {
+	Title string // optional, e.g. "Bars, left to right:"
+	Items []legendItem
 }
 
 type legendItem struct {
@@ -241,6 +303,9 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{- with .Heading}}
 <h2>{{.}}</h2>
 {{- end}}
+{{- range .Lead}}
+<p class="lead">{{.}}</p>
+{{- end}}
 {{- range .Paragraphs}}
 <p>{{.}}</p>
 {{- end}}
@@ -262,19 +327,23 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </div>
 {{- end}}
 {{- range .Charts}}
+{{- if .Placeholder}}
+<figure class="chart empty" id="{{.ID}}" data-chart="{{.ID}}">
+<figcaption>{{.Title}}: <span class="nodata">{{.Placeholder}}</span></figcaption>
+{{- else}}
 <figure class="chart" id="{{.ID}}" data-chart="{{.ID}}">
 <figcaption>{{.Title}}</figcaption>
-{{- if .Placeholder}}
-<div class="plot nodata" role="img" aria-label="{{.Title}}: {{.Placeholder}}">{{.Placeholder}}</div>
-{{- else}}
 <div class="plot">{{.SVG}}</div>
-{{- end}}
-{{- if .Legend}}
-<ul class="legend">
 {{- range .Legend}}
+<ul class="legend">
+{{- with .Title}}
+<li class="legend-title">{{.}}</li>
+{{- end}}
+{{- range .Items}}
 <li><span class="swatch {{.Class}}"></span>{{.Name}}</li>
 {{- end}}
 </ul>
+{{- end}}
 {{- end}}
 {{- range .Notes}}
 <p class="note">{{.}}</p>

@@ -93,7 +93,7 @@ func render(t *testing.T, p htmlreport.Page) string {
 // figure returns the markup of the figure for chart id.
 func figure(t *testing.T, page, id string) string {
 	t.Helper()
-	open := fmt.Sprintf(`<figure class="chart" id="%s" data-chart="%s">`, id, id)
+	open := fmt.Sprintf(`id="%s" data-chart="%s">`, id, id)
 	i := strings.Index(page, open)
 	if i < 0 {
 		t.Fatalf("no figure for chart %q", id)
@@ -116,9 +116,9 @@ func rgb(hex string) string {
 
 var pathRE = regexp.MustCompile(`<path[^>]*\bd="([^"]*)"[^>]*style="([^"]*)"`)
 
-// seriesPaths returns the d attributes of the paths drawn in series i's colour.
-func seriesPaths(fig string, i int) []string {
-	col := rgb(htmlreport.SeriesColor(i))
+// seriesPaths returns the d attributes of the paths drawn in colour hex.
+func seriesPaths(fig string, hex string) []string {
+	col := rgb(hex)
 	var ds []string
 	for _, m := range pathRE.FindAllStringSubmatch(fig, -1) {
 		if strings.Contains(m[2], col) {
@@ -139,17 +139,21 @@ func TestRenderChartsAndTables(t *testing.T) {
 		if n := strings.Count(fig, "<svg"); n != 1 {
 			t.Errorf("chart %q: %d <svg> elements, want 1", c.ID, n)
 		}
+		names := map[string]bool{}
 		for i, s := range c.Series {
-			if len(seriesPaths(fig, i)) == 0 {
+			names[s.Name] = true
+			if len(seriesPaths(fig, htmlreport.KeyColor(p, s.Name))) == 0 {
 				t.Errorf("chart %q: no path in the colour of series %d (%s)", c.ID, i, s.Name)
 			}
 			if !strings.Contains(fig, "</span>"+s.Name+"</li>") {
 				t.Errorf("chart %q: legend entry for %q missing", c.ID, s.Name)
 			}
 		}
-		// No series beyond those given may appear.
-		if len(seriesPaths(fig, len(c.Series))) != 0 {
-			t.Errorf("chart %q: paths in the colour of a series it does not have", c.ID)
+		// No series of the page but those of the chart may appear.
+		for _, key := range []string{"direct", "tpproxy", "haproxy"} {
+			if !names[key] && len(seriesPaths(fig, htmlreport.KeyColor(p, key))) != 0 {
+				t.Errorf("chart %q: paths in the colour of %q, a series it does not have", c.ID, key)
+			}
 		}
 	}
 	for _, want := range []string{
@@ -261,27 +265,56 @@ func TestRenderIsDeterministic(t *testing.T) {
 	}
 }
 
-func TestEmptyChartShowsPlaceholder(t *testing.T) {
+func TestEmptyChartIsOneLine(t *testing.T) {
 	nan := math.NaN()
+	zeros := func(x float64) float64 { return 0 }
 	charts := []htmlreport.Chart{
 		{ID: "no-series", Title: "no series"},
 		{ID: "no-points", Title: "no points", Series: []htmlreport.Series{{Name: "a"}, {Name: "b"}}},
 		{ID: "all-nan", Title: "all NaN", Series: []htmlreport.Series{{Name: "a", Points: []htmlreport.Point{{X: 1, Y: nan}, {X: nan, Y: 1}, {X: 2, Y: math.Inf(1)}}}}},
 		{ID: "log-nonpositive", Title: "log, all zero", LogY: true, Series: []htmlreport.Series{{Name: "a", Points: []htmlreport.Point{{X: 1, Y: 0}, {X: 2, Y: -1}}}}},
 		{ID: "bar-empty", Title: "bar, no points", Kind: htmlreport.BarChart, Series: []htmlreport.Series{{Name: "a"}}},
+		{ID: "stacked-empty", Title: "stacked, no values", Kind: htmlreport.StackedBarChart, Stacks: &htmlreport.Stacks{
+			Segments: []string{"x"}, Groups: []htmlreport.StackGroup{{Label: "1", Bars: []htmlreport.Bar{{Name: "a", Values: []float64{nan}}}}}}},
+		{ID: "stacked-nil", Title: "stacked, nil", Kind: htmlreport.StackedBarChart},
 	}
-	out := render(t, htmlreport.Page{Title: "empty", Sections: []htmlreport.Section{{Heading: "s", Charts: charts}}})
-	for _, c := range charts {
+	// Only zeros: a flat line on an invented -1..1 (or 0..1) axis says
+	// nothing, so these are text too, with the caller's words when given.
+	zeroCharts := []htmlreport.Chart{
+		{ID: "line-zero", Title: "line, zeros", Series: []htmlreport.Series{{Name: "a", Points: pts(clientSteps, zeros)}, {Name: "b", Points: pts(clientSteps, zeros)}}},
+		{ID: "bar-zero", Title: "bar, zeros", Kind: htmlreport.BarChart, Empty: "No failed transactions.", Series: []htmlreport.Series{{Name: "a", Points: pts(clientSteps, zeros)}}},
+		{ID: "stacked-zero", Title: "stacked, zeros", Kind: htmlreport.StackedBarChart, Stacks: &htmlreport.Stacks{
+			Segments: []string{"x", "y"}, Groups: []htmlreport.StackGroup{{Label: "1", Bars: []htmlreport.Bar{{Name: "a", Values: []float64{0, 0}}}}}}},
+	}
+	out := render(t, htmlreport.Page{Title: "empty", Sections: []htmlreport.Section{{Heading: "s", Charts: append(charts, zeroCharts...)}}})
+	check := func(c htmlreport.Chart, text string) {
+		t.Helper()
 		fig := figure(t, out, c.ID)
-		if !strings.Contains(fig, `class="plot nodata"`) || !strings.Contains(fig, ">No data</div>") {
-			t.Errorf("chart %q: no placeholder:\n%s", c.ID, fig)
+		want := `<figure class="chart empty" id="` + c.ID + `" data-chart="` + c.ID + `">` + "\n" +
+			"<figcaption>" + c.Title + `: <span class="nodata">` + text + "</span></figcaption>"
+		if !strings.HasPrefix(out[strings.Index(out, fig)-len(`<figure class="chart empty" `):], want) {
+			t.Errorf("chart %q: not the one line %q:\n%s", c.ID, text, fig)
 		}
-		if strings.Contains(fig, "<svg") {
-			t.Errorf("chart %q: has an <svg> despite having no data", c.ID)
+		for _, bad := range []string{"<svg", `class="plot`, `class="legend"`} {
+			if strings.Contains(fig, bad) {
+				t.Errorf("chart %q: has %s despite having nothing to show", c.ID, bad)
+			}
 		}
 	}
+	for _, c := range charts {
+		check(c, "No data.")
+	}
+	check(zeroCharts[0], "All values are 0.")
+	check(zeroCharts[1], "No failed transactions.")
+	check(zeroCharts[2], "All values are 0.")
 	if !strings.Contains(figure(t, out, "log-nonpositive"), "2 points with a value ≤ 0 not drawn (log Y scale).") {
 		t.Error("log chart does not say why its points are missing")
+	}
+	// One value that is not zero is a chart again.
+	c := zeroCharts[0]
+	c.Series = append(c.Series, htmlreport.Series{Name: "c", Points: []htmlreport.Point{{X: 1, Y: 0}, {X: 2, Y: 0.5}}})
+	if fig := figure(t, render(t, htmlreport.Page{Sections: []htmlreport.Section{{Charts: []htmlreport.Chart{c}}}}), c.ID); !strings.Contains(fig, "<svg") {
+		t.Errorf("a chart with one non-zero value was not drawn:\n%s", fig)
 	}
 }
 
@@ -323,18 +356,18 @@ func TestNonFiniteValues(t *testing.T) {
 	}
 	line := figure(t, out, "line")
 	// The NaN at X=3 breaks the line: 1–2 and 4–5 are separate paths.
-	if n := len(seriesPaths(line, 0)); n < 2 {
+	if n := len(seriesPaths(line, htmlreport.SeriesColor(0))); n < 2 {
 		t.Errorf("series with a NaN drawn as %d path(s), want the line broken into at least 2", n)
 	}
 	if !strings.Contains(line, "3 points with a NaN or infinite value not drawn.") {
 		t.Errorf("line chart does not report the 3 skipped points:\n%s", line)
 	}
 	bar := figure(t, out, "bar")
-	if !strings.Contains(bar, "<svg") || len(seriesPaths(bar, 0)) != 2 {
-		t.Errorf("bar chart: want an svg with 2 bars, got %d", len(seriesPaths(bar, 0)))
+	if !strings.Contains(bar, "<svg") || len(seriesPaths(bar, htmlreport.SeriesColor(0))) != 2 {
+		t.Errorf("bar chart: want an svg with 2 bars, got %d", len(seriesPaths(bar, htmlreport.SeriesColor(0))))
 	}
 	for _, id := range []string{"huge", "flat"} {
-		if fig := figure(t, out, id); !strings.Contains(fig, "<svg") || len(seriesPaths(fig, 0)) == 0 {
+		if fig := figure(t, out, id); !strings.Contains(fig, "<svg") || len(seriesPaths(fig, htmlreport.KeyColor(p, "a"))) == 0 {
 			t.Errorf("chart %q not drawn:\n%s", id, fig)
 		}
 	}
@@ -376,7 +409,7 @@ func TestSeriesWithDifferentXPoints(t *testing.T) {
 	}}}}
 	out := render(t, p)
 	line := figure(t, out, "line")
-	full, early, odd := pathXs(seriesPaths(line, 0)), pathXs(seriesPaths(line, 1)), pathXs(seriesPaths(line, 2))
+	full, early, odd := pathXs(seriesPaths(line, htmlreport.SeriesColor(0))), pathXs(seriesPaths(line, htmlreport.SeriesColor(1))), pathXs(seriesPaths(line, htmlreport.SeriesColor(2)))
 	if len(full) != 6 || len(early) != 3 || len(odd) != 3 {
 		t.Fatalf("points per series = %d, %d, %d; want 6, 3, 3", len(full), len(early), len(odd))
 	}
@@ -396,7 +429,7 @@ func TestSeriesWithDifferentXPoints(t *testing.T) {
 	}
 	bar := figure(t, out, "bar")
 	for i, want := range []int{4, 2, 1} {
-		if got := len(seriesPaths(bar, i)); got != want {
+		if got := len(seriesPaths(bar, htmlreport.SeriesColor(i))); got != want {
 			t.Errorf("bar series %d: %d bars, want %d", i, got, want)
 		}
 	}
@@ -422,7 +455,7 @@ func TestLogAxes(t *testing.T) {
 		t.Errorf("log chart does not report the skipped points:\n%s", fig)
 	}
 	// On log/log axes, y = x^(log2 10) is a straight line: equal pixel steps.
-	xs := pathXs(seriesPaths(fig, 0))
+	xs := pathXs(seriesPaths(fig, htmlreport.SeriesColor(0)))
 	if len(xs) != 4 {
 		t.Fatalf("%d points drawn, want 4", len(xs))
 	}

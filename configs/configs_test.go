@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,9 +24,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tpproxy/tpproxy/internal/config"
+	"github.com/tpproxy/tpproxy/internal/dashboard"
 )
 
 // kind says what a file in configs/ is and so which tests check it.
@@ -672,14 +673,8 @@ type dashTarget struct {
 	Datasource *dashDS `json:"datasource"`
 }
 
-// selectorRE finds metric names in PromQL (after clauses listing label
-// names and string literals are removed) with their optional matchers.
-var (
-	selectorRE   = regexp.MustCompile(`\b((?:tpproxy|process|go)_[A-Za-z0-9_]*)\s*(\{[^}]*\})?`)
-	labelListRE  = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`)
-	stringLitRE  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-	instanceFilt = `instance=~"$instance"`
-)
+// instanceFilt is the matcher every selector of the dashboard has.
+const instanceFilt = `instance=~"$instance"`
 
 // TestDashboard checks the dashboard's structure: uid, the $instance
 // variable, every panel querying the provisioned datasource with a
@@ -767,9 +762,7 @@ func TestDashboard(t *testing.T) {
 					if tg.Datasource != nil && tg.Datasource.UID != ds.UID {
 						t.Errorf("%s: target %d datasource uid %q, want %q", name, i, tg.Datasource.UID, ds.UID)
 					}
-					for _, problem := range unfilteredSelectors(tg.Expr) {
-						t.Errorf("%s: target %d: %s is not filtered by %s", name, i, problem, instanceFilt)
-					}
+
 				}
 			}
 		}
@@ -777,46 +770,43 @@ func TestDashboard(t *testing.T) {
 		if count == 0 {
 			t.Errorf("%s: no panels", p)
 		}
+
+		// Grafana's schema and Prometheus' parser: the dashboard decodes
+		// strictly and every query parses, reads a metric and filters
+		// every selector by $instance.
+		_, queries, err := dashboard.Load(readFile(t, p))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if len(queries) == 0 {
+			t.Errorf("%s: no queries", p)
+		}
+		for _, q := range queries {
+			if q.Datasource != ds.UID {
+				t.Errorf("%s: panel %q queries datasource %q, want %q", p, q.Panel, q.Datasource, ds.UID)
+			}
+			if len(q.Metrics()) == 0 {
+				t.Errorf("%s: panel %q: %s reads no metric", p, q.Panel, q.Expr)
+			}
+			for _, sel := range unfiltered(q) {
+				t.Errorf("%s: panel %q: %s is not filtered by %s", p, q.Panel, sel, instanceFilt)
+			}
+		}
 	}
 }
 
-// unfilteredSelectors lists the metric selectors in expr that lack the
-// $instance matcher.
-func unfilteredSelectors(expr string) []string {
-	// Keep the matcher strings: take them out only outside braces.
+// unfiltered lists the selectors of q that lack the $instance matcher.
+func unfiltered(q dashboard.Query) []string {
 	var bad []string
-	stripped := labelListRE.ReplaceAllString(expr, "")
-	for _, m := range selectorRE.FindAllStringSubmatch(stripSelectorFreeStrings(stripped), -1) {
-		if !strings.Contains(m[2], instanceFilt) {
-			bad = append(bad, m[0])
+	for _, sel := range q.Selectors() {
+		if !dashboard.Filtered(sel) {
+			bad = append(bad, sel.String())
 		}
 	}
 	return bad
 }
 
-// stripSelectorFreeStrings blanks string literals outside {...}, so a
-// metric-like word inside e.g. label_replace arguments is not taken for a
-// selector.
-func stripSelectorFreeStrings(expr string) string {
-	var b strings.Builder
-	depth := 0
-	last := 0
-	for _, loc := range stringLitRE.FindAllStringIndex(expr, -1) {
-		seg := expr[last:loc[0]]
-		depth += strings.Count(seg, "{") - strings.Count(seg, "}")
-		b.WriteString(seg)
-		if depth > 0 {
-			b.WriteString(expr[loc[0]:loc[1]])
-		} else {
-			b.WriteString(`""`)
-		}
-		last = loc[1]
-	}
-	b.WriteString(expr[last:])
-	return b.String()
-}
-
-func TestUnfilteredSelectors(t *testing.T) {
+func TestUnfiltered(t *testing.T) {
 	for expr, want := range map[string]int{
 		`sum(rate(tpproxy_statements_total{instance=~"$instance"}[1m]))`:                                0,
 		`sum(rate(tpproxy_statements_total[1m]))`:                                                       1,
@@ -824,9 +814,14 @@ func TestUnfilteredSelectors(t *testing.T) {
 		`tpproxy_a{instance=~"$instance"} / tpproxy_b{job="x"}`:                                         1,
 		`label_replace(go_goroutines{instance=~"$instance"}, "x", "go_thing", "instance", "(.*)")`:      0,
 		`sum(tpproxy_a{instance=~"$instance", outcome="error"}) / clamp_min(sum(process_foo_bytes), 1)`: 1,
+		`tpproxy_a{instance="$instance"}`:                                                               1, // = is not =~
 	} {
-		if got := unfilteredSelectors(expr); len(got) != want {
-			t.Errorf("unfilteredSelectors(%s) = %q, want %d", expr, got, want)
+		parsed, err := parser.NewParser(parser.Options{}).ParseExpr(dashboard.Substitute(expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		if got := unfiltered(dashboard.Query{Expr: expr, Parsed: parsed}); len(got) != want {
+			t.Errorf("unfiltered(%s) = %q, want %d", expr, got, want)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -336,4 +338,45 @@ func TestFakeBackendOutageAndRecovery(t *testing.T) {
 	if v := value(t, c, "SELECT 1"); v != "1" {
 		t.Fatalf("SELECT 1 = %s", v)
 	}
+}
+
+// TestFakeRedialBacksOff: while the backend refuses connections the
+// filler dials about 100 ms, 200 ms, 400 ms, 800 ms apart (each ±20%),
+// not in a loop. TestRedialWait checks the sequence itself.
+func TestFakeRedialBacksOff(t *testing.T) {
+	srv := newFake(t, fakemysql.Config{})
+	var mu sync.Mutex
+	var failed []time.Time // refused dials
+	p := newFakePool(t, srv, func(c *pool.Config) {
+		c.HealthInterval = 100 * time.Millisecond // to notice the outage
+		c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := srv.Dial(ctx, network, addr)
+			if err != nil {
+				mu.Lock()
+				failed = append(failed, time.Now())
+				mu.Unlock()
+			}
+			return nc, err
+		}
+	})
+	srv.SetDown(true)
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(failed) > 0 && time.Since(failed[0]) > 1700*time.Millisecond
+	})
+	mu.Lock()
+	got := slices.Clone(failed)
+	mu.Unlock()
+	// A dial in a loop would make hundreds. The health check's
+	// replacement of the connections it finds dead adds one or two at the
+	// start; the filler's dials then wait 100, 200, 400 and 800 ms.
+	if len(got) < 4 || len(got) > 8 {
+		t.Fatalf("%d refused dials in 1.7 s of outage: %v", len(got), got)
+	}
+	if last := got[len(got)-1].Sub(got[len(got)-2]); last < 800*time.Millisecond*7/10 || last > 800*time.Millisecond*13/10+50*time.Millisecond {
+		t.Errorf("last wait %v, want 800 ms ±20%% (%d refused dials)", last, len(got))
+	}
+	srv.SetDown(false)
+	waitFor(t, func() bool { return p.Stats().Idle == 2 })
 }

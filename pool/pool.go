@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/tpproxy/tpproxy/internal/histogram"
 	"github.com/tpproxy/tpproxy/internal/ilist"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
@@ -50,8 +52,11 @@ type Pool struct {
 	// lastDialErr is the error of the most recent failed dial, cleared by a
 	// successful one; with open == 0 it makes Acquire fail fast.
 	lastDialErr error
-	backoff     time.Duration
-	version     string
+	// redialWait is the filler's wait between failed dials: exponential with
+	// jitter, so that the replicas of a fleet do not redial a server that
+	// comes back all at the same instant.
+	redialWait backoff.ExponentialBackOff
+	version    string
 
 	tlsUnsupported atomic.Bool
 	// serverPrepared is the server's max_prepared_stmt_count, learnt on the
@@ -124,8 +129,10 @@ func New(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p := &Pool{
-		cfg:         cfg,
-		rand:        rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x7470)),
+		cfg:  cfg,
+		rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x7470)),
+		redialWait: backoff.ExponentialBackOff{InitialInterval: redialMin, Multiplier: 2, MaxInterval: redialMax,
+			RandomizationFactor: redialJitter},
 		fill:        make(chan struct{}, 1),
 		retick:      make(chan struct{}, 1),
 		checkNow:    make(chan struct{}, 1),
@@ -613,6 +620,14 @@ func (p *Pool) wakeFiller() {
 	}
 }
 
+// The filler's waits between failed dials: from redialMin doubling up to
+// redialMax, each ±redialJitter of itself.
+const (
+	redialMin    = 100 * time.Millisecond
+	redialMax    = 5 * time.Second
+	redialJitter = 0.2
+)
+
 // filler keeps the pool at its size, dialing with exponential backoff while
 // the backend fails. first is closed after the first dial attempt.
 func (p *Pool) filler(first chan struct{}) {
@@ -654,8 +669,7 @@ func (p *Pool) filler(first chan struct{}) {
 			if err != nil {
 				p.open--
 				p.lastDialErr = err
-				p.backoff = min(max(2*p.backoff, 100*time.Millisecond), 5*time.Second)
-				wait := p.backoff
+				wait := p.redialWait.NextBackOff()
 				// Waiters cannot be served while the backend is down and no
 				// connection is left: tell them now rather than at timeout.
 				var failed []*waiter
@@ -678,7 +692,7 @@ func (p *Pool) filler(first chan struct{}) {
 				break
 			}
 			p.lastDialErr = nil
-			p.backoff = 0
+			p.redialWait.Reset()
 			if p.version == "" {
 				p.version = c.version
 			}

@@ -40,6 +40,7 @@ done <<'TARGETS'
 ./proxy FuzzParseHandshakeResponse
 ./proxy FuzzParseChangeUser
 ./admin FuzzParse
+./admin FuzzEngine
 ./admin FuzzHandshake
 ./bench/internal/sysstat FuzzNodeExporter
 ./bench/internal/sysstat FuzzProcParsers

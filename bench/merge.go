@@ -75,7 +75,7 @@ func Merge(parts []*Report) (*Report, error) {
 
 	n := len(byIndex)
 	out := &Report{
-		Title:       first.Title,
+		Title:       fmt.Sprintf("%s (%d shards merged)", first.Title, len(byIndex)),
 		Started:     first.Started,
 		Finished:    first.Finished,
 		Environment: first.Environment,

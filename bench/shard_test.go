@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tpproxy/tpproxy/bench/internal/barrier"
 )
 
 // TestShardedRampMatchesSingle runs a ramp of 8 and 24 clients on the
@@ -135,4 +138,63 @@ func TestShardRampRefuses(t *testing.T) {
 			t.Errorf("err = %v, want it to mention %q", err, c.want)
 		}
 	}
+}
+
+// TestShardDiesMidRun: when one shard ends mid-run (its context is
+// cancelled after the first step), the other fails at the next step's
+// barrier at once, with barrier.ErrShardLost, instead of waiting for the
+// barrier's timeout.
+func TestShardDiesMidRun(t *testing.T) {
+	srv := server(t)
+	ctx := t.Context()
+	dsn := srv.DSN(testUser, testPassword, testDB)
+	db, err := OpenDB(dsn, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := Schema{Tables: 1, TableSize: 100}
+	if err := Prepare(ctx, db, schema.Tables, schema.TableSize); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Cleanup(ctx, db, schema.Tables) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := func(i int) RampConfig {
+		return RampConfig{Targets: []Target{{Name: "direct", DSN: dsn}}, Workload: "oltp_point_select", Schema: schema,
+			Steps: []int{2, 2, 2}, StepDuration: time.Second, Shard: &Shard{Index: i, Count: 2, Barrier: addr, BarrierTimeout: 30 * time.Second}}
+	}
+	dying, cancel := context.WithCancel(ctx)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	begin := time.Now()
+	wg.Go(func() { _, errs[0] = Ramp(ctx, cfg(0)) })
+	wg.Go(func() {
+		c := cfg(1)
+		c.Out = &cancelOnLine{cancel: cancel} // ends shard 1 after its first step
+		_, errs[1] = Ramp(dying, c)
+	})
+	wg.Wait()
+	t.Logf("shard 0: %v\nshard 1: %v", errs[0], errs[1])
+	if !errors.Is(errs[0], barrier.ErrShardLost) {
+		t.Errorf("shard 0: %v", errs[0])
+	}
+	if !errors.Is(errs[1], context.Canceled) {
+		t.Errorf("shard 1: %v", errs[1])
+	}
+	if d := time.Since(begin); d > 10*time.Second {
+		t.Errorf("took %s: shard 0 waited for the barrier's timeout", d)
+	}
+}
+
+// cancelOnLine cancels when the ramp prints its first step's line.
+type cancelOnLine struct{ cancel context.CancelFunc }
+
+func (c *cancelOnLine) Write(p []byte) (int, error) {
+	c.cancel()
+	return len(p), nil
 }

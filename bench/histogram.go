@@ -1,6 +1,10 @@
 package bench
 
 import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -91,4 +95,78 @@ type Latency struct {
 	P99   float64 `json:"p99_ms"`
 	P999  float64 `json:"p99_9_ms"`
 	Max   float64 `json:"max_ms"`
+}
+
+// histogramJSON is a Histogram in results.json: the library's Snapshot
+// (Export/Import) with its counts array run-length encoded in one string,
+// since the array has some 17,000 entries and most are zero. Counts reads
+// "c c -k c ...": a count as it is, -k for a run of k zero counts;
+// trailing zeros are left out.
+type histogramJSON struct {
+	LowestUs  int64  `json:"lowest_us"`
+	HighestUs int64  `json:"highest_us"`
+	SigFigs   int64  `json:"significant_figures"`
+	Counts    string `json:"counts"`
+}
+
+// MarshalJSON writes the histogram's raw counts, so that shards' results
+// can be merged exactly (tpbench merge).
+func (h *Histogram) MarshalJSON() ([]byte, error) {
+	s := h.h.Export()
+	counts := s.Counts
+	for len(counts) > 0 && counts[len(counts)-1] == 0 {
+		counts = counts[:len(counts)-1]
+	}
+	var b []byte
+	for i := 0; i < len(counts); {
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		if counts[i] != 0 {
+			b = strconv.AppendInt(b, counts[i], 10)
+			i++
+			continue
+		}
+		j := i
+		for j < len(counts) && counts[j] == 0 {
+			j++
+		}
+		b = strconv.AppendInt(b, -int64(j-i), 10)
+		i = j
+	}
+	return json.Marshal(histogramJSON{LowestUs: s.LowestTrackableValue, HighestUs: s.HighestTrackableValue,
+		SigFigs: s.SignificantFigures, Counts: string(b)})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote. It refuses another range or
+// precision than NewHistogram's (merging would drop values) and counts
+// that do not fit.
+func (h *Histogram) UnmarshalJSON(data []byte) error {
+	var j histogramJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return fmt.Errorf("bench: histogram: %w", err)
+	}
+	if j.LowestUs != histMinMicros || j.HighestUs != histMaxMicros || j.SigFigs != histSigFigs {
+		return fmt.Errorf("bench: histogram range %d..%d µs, %d digits: want %d..%d µs, %d digits",
+			j.LowestUs, j.HighestUs, j.SigFigs, histMinMicros, histMaxMicros, histSigFigs)
+	}
+	s := NewHistogram().h.Export()
+	i := 0
+	for _, f := range strings.Fields(j.Counts) {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return fmt.Errorf("bench: histogram counts: %w", err)
+		}
+		switch {
+		case n < 0 && -n <= int64(len(s.Counts)-i):
+			i += int(-n)
+		case n >= 0 && i < len(s.Counts):
+			s.Counts[i] = n
+			i++
+		default:
+			return fmt.Errorf("bench: histogram counts: more than the %d buckets of its range", len(s.Counts))
+		}
+	}
+	h.h = hdrhistogram.Import(s)
+	return nil
 }

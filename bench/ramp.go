@@ -133,6 +133,10 @@ type RampConfig struct {
 	Out         io.Writer
 	Interactive bool
 	Logger      *slog.Logger
+	// Shard, when set, runs this process's part of a distributed ramp:
+	// its share of each step's clients, every step started at the
+	// shards' barrier, stop conditions left to Merge.
+	Shard *Shard
 }
 
 func (c *RampConfig) validate() error {
@@ -148,6 +152,11 @@ func (c *RampConfig) validate() error {
 	}
 	if err := c.Stop.Validate(); err != nil {
 		return err
+	}
+	if c.Shard != nil {
+		if err := c.Shard.validate(c); err != nil {
+			return err
+		}
 	}
 	seen := map[string]bool{}
 	for _, t := range c.Targets {
@@ -220,6 +229,11 @@ func Ramp(ctx context.Context, cfg RampConfig) (*Report, error) {
 		return nil, err
 	}
 	defer mon.close()
+	gate, err := joinShards(ctx, cfg.Shard)
+	if err != nil {
+		return nil, err
+	}
+	defer gate.close()
 	rep := newReport(cfg)
 	caps := make([]Capacity, len(cfg.Targets))
 	last := make([]*StepResult, len(cfg.Targets)) // last passing step
@@ -237,14 +251,20 @@ func Ramp(ctx context.Context, cfg RampConfig) (*Report, error) {
 					continue
 				}
 				running++
-				res, err := runStep(ctx, cfg, wl, mon, t, threads, cfg.StepDuration, uint64(i+1)<<32, n, total)
+				res, err := runStep(ctx, cfg, wl, mon, t, threads, cfg.StepDuration, uint64(i+1)<<32, n, total, gate)
 				if err != nil {
 					return err
 				}
 				res.Params = cfg.Params
 				rep.Steps = append(rep.Steps, res)
 				line := fmt.Sprintf("[%d/%d] %s", n, total, resultLine(res))
-				if why := cfg.Stop.Check(res); why != "" {
+				why := ""
+				if cfg.Shard == nil {
+					// Every shard runs every step: the stop conditions
+					// apply to the merged step (Merge).
+					why = cfg.Stop.Check(res)
+				}
+				if why != "" {
 					caps[k].StoppedBy = why
 					line += "  STOP: " + why
 					rep.Notes = append(rep.Notes, fmt.Sprintf("%s stopped at %d clients: %s.", t.Name, threads, why))
@@ -269,7 +289,7 @@ func Ramp(ctx context.Context, cfg RampConfig) (*Report, error) {
 				continue
 			}
 			threads := last[k].Threads
-			res, err := runStep(ctx, cfg, wl, mon, t, threads, cfg.Confirm, uint64(len(cfg.Steps)+1)<<32, n, total)
+			res, err := runStep(ctx, cfg, wl, mon, t, threads, cfg.Confirm, uint64(len(cfg.Steps)+1)<<32, n, total, nil)
 			if err != nil {
 				return err
 			}
@@ -293,7 +313,9 @@ func Ramp(ctx context.Context, cfg RampConfig) (*Report, error) {
 	for k, t := range cfg.Targets {
 		caps[k].Target = t.Name
 	}
-	rep.Capacity = caps
+	if cfg.Shard == nil {
+		rep.Capacity = caps
+	}
 	for _, t := range cfg.Targets[1:] {
 		rep.Comparisons = append(rep.Comparisons, Pair(rep.Steps, cfg.Targets[0].Name, t.Name)...)
 	}
@@ -302,6 +324,11 @@ func Ramp(ctx context.Context, cfg RampConfig) (*Report, error) {
 			rep.Environment.ServerVersion = s.Server.Version
 			break
 		}
+	}
+	if s := cfg.Shard; s != nil {
+		rep.Shard = &ShardInfo{Index: s.Index, Count: s.Count, Steps: cfg.Steps, Stop: cfg.Stop}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Shard %s: this process ran its share of each step's clients; "+
+			"tpbench merge combines the shards' results.json and applies the stop conditions.", s))
 	}
 	rep.Finished = time.Now()
 	return rep, runErr
@@ -329,9 +356,17 @@ func psMode(prepared bool) string {
 	return "disable"
 }
 
-// runStep runs one step of a ramp with its progress line.
+// runStep runs one step of a ramp with its progress line; threads are
+// the whole step's clients, of which a shard runs its share, started at
+// gate (nil: at once).
 func runStep(ctx context.Context, cfg RampConfig, wl Workload, mon *monitor, t Target, threads int,
-	hold time.Duration, seed uint64, n, total int) (StepResult, error) {
+	hold time.Duration, seed uint64, n, total int, gate *shardGate) (StepResult, error) {
+	var start func(context.Context) error
+	if s := cfg.Shard; s != nil {
+		seed += uint64(shardFirst(threads, s.Index, s.Count))
+		threads = ShardShare(threads, s.Index, s.Count)
+		start = gate.next()
+	}
 	res, err := Run(ctx, Step{
 		Target: t, Workload: wl, Threads: threads,
 		Duration: hold, Warmup: cfg.Warmup, ServerDSN: cmp.Or(t.ServerDSN, cfg.ServerDSN),
@@ -340,6 +375,7 @@ func runStep(ctx context.Context, cfg RampConfig, wl Workload, mon *monitor, t T
 		Progress:     progressLine(cfg.Out, cfg.Interactive, n, total, stepLabel(wl.Name(), threads), t.Name, cfg.Warmup, hold),
 		Logger:       cfg.Logger,
 		monitor:      mon,
+		start:        start,
 	})
 	if cfg.Interactive {
 		fmt.Fprint(cfg.Out, "\r\033[K")

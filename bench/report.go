@@ -47,6 +47,10 @@ type Report struct {
 	Proxy *ProxyStats `json:"proxy,omitempty"`
 	// Notes are caveats for the reader, one sentence each.
 	Notes []string `json:"notes,omitempty"`
+	// Shard is set in one shard's part of a distributed run.
+	Shard *ShardInfo `json:"shard,omitempty"`
+	// Merged is set in the merge of a distributed run's parts.
+	Merged *MergeInfo `json:"merged,omitempty"`
 }
 
 // Environment describes the machine, the server and the settings.

@@ -74,9 +74,14 @@ type StepResult struct {
 	// Params are the settings a sweep applied for this run.
 	Params map[string]string `json:"params,omitempty"`
 
-	// Histogram holds all latencies, for merging steps (a confirmation
-	// hold, a soak's intervals).
-	Histogram *Histogram `json:"-"`
+	// Shards describes a step merged from shards (tpbench merge).
+	Shards *StepShards `json:"shards,omitempty"`
+
+	// Histogram holds all latencies of the hold (HDR, raw counts), for
+	// merging steps: a confirmation hold, a soak's intervals, shards'
+	// parts of a step (tpbench merge). Absent in results.json written
+	// before it was kept there.
+	Histogram *Histogram `json:"histogram,omitempty"`
 }
 
 // Label names the step ("oltp_read_write/300") without the target.

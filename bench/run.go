@@ -54,6 +54,9 @@ type Step struct {
 	// monitor takes the host, process and proxy readings; Ramp sets it,
 	// Run alone reads the local host only.
 	monitor *monitor
+	// start, when set, is called once the connections are open and
+	// returns when the warmup may begin: the shards' barrier.
+	start func(context.Context) error
 }
 
 // Progress is a live view of a running step.
@@ -160,6 +163,14 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 		}
 	} else if err := dial.check(ctx); err != nil {
 		return StepResult{}, fmt.Errorf("%w: target %s: %w", ErrConnect, st.Target.Name, err)
+	}
+	if st.start != nil {
+		if err := st.start(ctx); err != nil {
+			for _, s := range sessions {
+				s.conn.Close()
+			}
+			return StepResult{}, fmt.Errorf("bench: step %s on %s: %w", stepLabel(st.Workload.Name(), st.Threads), st.Target.Name, err)
+		}
 	}
 
 	t0 := time.Now()

@@ -14,6 +14,7 @@ func newCompareCmd(a *app) *cobra.Command {
 	var (
 		lf loadFlags
 		rf rampFlags
+		sf shardFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "compare --target NAME=DSN [--target NAME=DSN ...]",
@@ -32,11 +33,22 @@ targets the later ones are compared with the first. The data must exist
     --step-duration 5m --stop-p90 100ms --stop-success 99.99 --stop-cpu 70 \
     --confirm 5m --out results/
 
-Ctrl-C ends the run and writes what was measured so far.`,
+Ctrl-C ends the run and writes what was measured so far.
+
+From several load hosts: run one process per host with --shard I/N (each runs
+its share of every step's clients) and --barrier HOST:PORT of shard 0 (which
+listens there; every step starts on all shards at once), each with its own
+--out; then tpbench merge DIR... combines them. Stop conditions are applied
+by the merge, on the merged steps: every shard runs every step.
+
+  tpbench compare --shard 1/3 --barrier loadhost0:7070 --target ... --out shard1/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := buildRamp(cmd, a, &lf, &rf, "tpbench compare")
 			if err != nil {
+				return err
+			}
+			if err := sf.apply(&cfg); err != nil {
 				return err
 			}
 			rep, runErr := bench.Ramp(cmd.Context(), cfg)
@@ -48,6 +60,7 @@ Ctrl-C ends the run and writes what was measured so far.`,
 	}
 	lf.register(cmd)
 	rf.register(cmd)
+	sf.register(cmd)
 	return cmd
 }
 
@@ -57,6 +70,7 @@ func newSweepCmd(a *app) *cobra.Command {
 		rf       rampFlags
 		params   []string
 		baseline string
+		sf       shardFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep --target proxy=DSN --proxy-admin DSN --param NAME=V1,V2 [--param ...]",
@@ -75,6 +89,9 @@ start are restored at the end. --baseline runs the ramp once on another target
     --step-duration 1m --stop-p90 100ms --out sweep/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := sf.refuse("sweep", "it changes one proxy's settings between ramps"); err != nil {
+				return err
+			}
 			if len(lf.proxyAdmin) != 1 {
 				return fmt.Errorf("sweep needs exactly one --proxy-admin DSN")
 			}
@@ -111,6 +128,7 @@ start are restored at the end. --baseline runs the ramp once on another target
 	fl := cmd.Flags()
 	fl.StringArrayVar(&params, "param", nil, "NAME=V1,V2,...: a tpproxy variable and the values to try; repeat for more variables")
 	fl.StringVar(&baseline, "baseline", "", "NAME=DSN run once before the sweep for comparison (e.g. direct=...)")
+	sf.register(cmd)
 	return cmd
 }
 
@@ -120,6 +138,7 @@ func newSoakCmd(a *app) *cobra.Command {
 		threads, spikeTh  int
 		duration, sample  time.Duration
 		spikeAt, spikeDur time.Duration
+		sf                shardFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "soak --target NAME=DSN --duration 12h --threads 52",
@@ -135,6 +154,9 @@ rate, and growing server or proxy memory (first quarter vs last quarter).
     --spike-at 6h --spike-threads 200 --spike-duration 5m --out soak/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := sf.refuse("soak", "its decay flags need one time series"); err != nil {
+				return err
+			}
 			targets, err := parseTargets(lf.targets)
 			if err != nil {
 				return err
@@ -172,6 +194,7 @@ rate, and growing server or proxy memory (first quarter vs last quarter).
 	fl.DurationVar(&spikeAt, "spike-at", 0, "when the spike starts (after the warmup)")
 	fl.IntVar(&spikeTh, "spike-threads", 0, "extra clients of the spike (0: no spike)")
 	fl.DurationVar(&spikeDur, "spike-duration", 5*time.Minute, "length of the spike")
+	sf.register(cmd)
 	return cmd
 }
 
@@ -192,4 +215,48 @@ func newReportCmd(*app) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func newMergeCmd(*app) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge DIR... --out DIR",
+		Short: "Merge the results of tpbench compare --shard I/N runs into one report",
+		Long: `Read DIR/results.json of every shard of a distributed run (tpbench compare
+--shard I/N, any order) and write the whole run's results.json, results.csv,
+summary.md and report.html to --out. Per step, clients, transactions,
+queries and errors are summed; TPS and QPS are the sums over the union of the
+shards' holds (the largest start skew between shards is reported); latency
+percentiles come from the merged HDR histograms. Client CPU is summed, host
+figures are the busiest shard's, server and tpproxy figures shard 0's. The
+stop conditions are applied here. Parts of different runs (another shard
+count, workload or step list, a missing or repeated shard) are refused.
+
+  tpbench merge shard0/ shard1/ shard2/ --out merged/`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("merge needs --out DIR")
+			}
+			var parts []*bench.Report
+			for _, dir := range args {
+				rep, err := bench.ReadReport(filepath.Join(dir, bench.ResultsFile))
+				if err != nil {
+					return err
+				}
+				parts = append(parts, rep)
+			}
+			rep, err := bench.Merge(parts)
+			if err != nil {
+				return err
+			}
+			rep.Merged.Sources = make([]string, len(parts))
+			for i, p := range parts {
+				rep.Merged.Sources[p.Shard.Index] = args[i]
+			}
+			return finish(cmd, rep, out, nil)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the merged results.json, results.csv, summary.md and report.html to this directory")
+	return cmd
 }

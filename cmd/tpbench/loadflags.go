@@ -252,3 +252,42 @@ func finish(cmd *cobra.Command, rep *bench.Report, outDir string, runErr error) 
 	}
 	return runErr
 }
+
+// shardFlags make a load command one part of a distributed run.
+type shardFlags struct {
+	shard          string
+	barrier        string
+	barrierTimeout time.Duration
+}
+
+func (f *shardFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.shard, "shard", "", "I/N: run shard I (0-based) of N: its share of each step's clients; combine the shards' --out directories with tpbench merge")
+	fl.StringVar(&f.barrier, "barrier", "", "HOST:PORT where shard 0 listens and the other shards connect, so that every step starts on all shards at once")
+	fl.DurationVar(&f.barrierTimeout, "barrier-timeout", 2*time.Minute, "how long a shard waits at the barrier for the others")
+}
+
+// apply sets cfg.Shard from the flags (none: not sharded).
+func (f *shardFlags) apply(cfg *bench.RampConfig) error {
+	if f.shard == "" {
+		if f.barrier != "" {
+			return errors.New("--barrier needs --shard I/N")
+		}
+		return nil
+	}
+	s, err := bench.ParseShard(f.shard)
+	if err != nil {
+		return err
+	}
+	s.Barrier, s.BarrierTimeout = f.barrier, f.barrierTimeout
+	cfg.Shard = &s
+	return nil
+}
+
+// refuse rejects --shard on a command that cannot be split.
+func (f *shardFlags) refuse(command, why string) error {
+	if f.shard != "" || f.barrier != "" {
+		return fmt.Errorf("%s does not take --shard or --barrier: %s; shard tpbench compare instead", command, why)
+	}
+	return nil
+}

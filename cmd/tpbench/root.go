@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 		newSweepCmd(a),
 		newSoakCmd(a),
 		newReportCmd(a),
+		newMergeCmd(a),
 		newPrepareCmd(a),
 		newCleanupCmd(a),
 	)

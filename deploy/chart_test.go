@@ -196,6 +196,10 @@ func checkPod(t *testing.T, f *fleet, shutdown, preStop int64, ports map[string]
 		t.Error("no memory request")
 	}
 	checkSelects(t, f, f.service.Spec.Selector, "Service")
+	// A surge pod would be one pool more than the budget was split over.
+	if ru := f.deployment.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxSurge == nil || ru.MaxSurge.IntValue() != 0 {
+		t.Errorf("rolling update %+v: want maxSurge 0", ru)
+	}
 }
 
 // checkSelects checks that selector picks the Deployment's pods.

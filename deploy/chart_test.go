@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -372,4 +375,24 @@ func ptrString(p *int64) string {
 		return "unset"
 	}
 	return itoa(*p)
+}
+
+// TestLint runs Helm's own linter (`helm lint`) over the chart for a
+// Kubernetes version the chart's kubeVersion admits; anything above an
+// informational note fails.
+func TestLint(t *testing.T) {
+	kv, err := common.ParseKubeVersion("v1.30.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, vals := range map[string]map[string]any{"default": nil, "custom": custom()} {
+		res := lint.RunAll(chartDir, vals, "default", lint.WithKubeVersion(kv))
+		for _, m := range res.Messages {
+			if m.Severity > support.InfoSev {
+				t.Errorf("%s: helm lint: %s", name, m)
+			} else {
+				t.Logf("%s: helm lint: %s", name, m)
+			}
+		}
+	}
 }

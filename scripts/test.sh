@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs tpproxy's whole test suite: setup, vet, race-enabled tests against
-# private MariaDB servers the tests start themselves, then a short run of
+# private MariaDB servers the tests start themselves, the Helm chart's tests
+# (deploy/), then a short run of
 # every fuzz target. Set FUZZTIME (default 20000x executions per target) to
 # fuzz longer.
 set -euo pipefail
@@ -17,6 +18,11 @@ SEMANTICS_BUDGET="${SEMANTICS_BUDGET:-12m}" go test -race -count=1 -timeout 20m 
 # production builds make are tested here, and by the e2e packages that
 # build the tpproxy binary.
 go test -count=1 -timeout 5m ./internal/netx/ ./proxy/
+# The Helm chart's tests are a module of their own (deploy/go.mod), so that
+# Helm's and the Kubernetes libraries' dependencies stay out of tpproxy's;
+# ./... above does not reach them. They render the chart in-process and run
+# the real check-config (a build of ./cmd/tpproxy) on what it renders.
+(cd deploy && go vet ./... && go test -count=1 -timeout 5m ./...)
 
 # A count, not a duration: with a duration Go 1.26's fuzz coordinator can
 # report a bare "context deadline exceeded" at the deadline with no failing

@@ -13,6 +13,9 @@ go vet ./...
 # the rest, not beside the driver matrix's JVM, PHP and Node processes.
 go test -race -count=1 -timeout 30m $(go list ./... | grep -v '/e2e/semantics$')
 SEMANTICS_BUDGET="${SEMANTICS_BUDGET:-12m}" go test -race -count=1 -timeout 20m ./e2e/semantics/
+# Three tpbench shards merged against one process: their TPS compares only
+# on a machine nothing else loads, so after the rest, alone, without -race.
+TPBENCH_QUIET_MACHINE=1 go test -count=1 -timeout 5m -run '^TestShardedRampMatchesSingle$' ./bench/
 # Under -race the sockets' direct reads and writes go through package
 # syscall (internal/netx/direct_race.go): the raw system calls that
 # production builds make are tested here, and by the e2e packages that

@@ -169,8 +169,10 @@ func (d *daemon) run(t *testing.T, args ...string) *daemon {
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go d.readLogs(stderr)
+	// Wait closes the pipe once the process has exited, so it comes after
+	// the last line is read (called first, it could drop the final lines).
 	go func() {
+		d.readLogs(stderr)
 		d.err = d.cmd.Wait()
 		close(d.done)
 	}()

@@ -36,7 +36,14 @@ const (
 	maxResultBytes = 64 << 20
 	// heapLimit caps the memory SQLite may allocate, for all its work.
 	heapLimit = 256 << 20
+	// maxValueBytes caps one string or blob (SQLITE_LIMIT_LENGTH): a
+	// zeroblob(1e9) costs SQLite nothing but would become a 1 GB Go
+	// value when read.
+	maxValueBytes = 32 << 20
 )
+
+// sqliteLimitLength is SQLite's SQLITE_LIMIT_LENGTH.
+const sqliteLimitLength = 0
 
 // erStatementTimeout is MariaDB's ER_STATEMENT_TIMEOUT (max_statement_time).
 const erStatementTimeout = 1969
@@ -141,6 +148,9 @@ func (e *engine) setup(ctx context.Context) error {
 			f.stmts[k] = st
 		}
 		e.fill[strings.ToLower(v.name)] = f
+	}
+	if _, err := sqlite.Limit(e.conn, sqliteLimitLength, maxValueBytes); err != nil {
+		return err
 	}
 	return e.conn.Raw(func(dc any) error {
 		r, ok := dc.(sqlite.AuthorizerRegisterer)
@@ -475,6 +485,8 @@ func (e *engine) sqlError(ctx context.Context, q string, tr translation, err err
 		return newErr(errColumnCount, "The used SELECT statements have a different number of columns")
 	case msg == "interrupted":
 		return newErr(errTimeout, "Query execution was interrupted (max_statement_time exceeded)")
+	case strings.Contains(msg, "string or blob too big"):
+		return newErr(errTooBig, "tpproxy admin: a value over %d MB", maxValueBytes>>20)
 	case strings.Contains(msg, "out of memory"):
 		return newErr(errResources, "Out of memory; the admin engine has %d MB", heapLimit>>20)
 	}

@@ -299,6 +299,11 @@ func TestEngineLimits(t *testing.T) {
 	if me := toMySQL(err); !errors.Is(err, errTooBig) || me.Code != mysql.ER_OUT_OF_RESOURCES {
 		t.Fatalf("huge result: %v", err)
 	}
+	// A value SQLite makes for free must not become a huge Go value.
+	_, err = e.run(t, "SELECT zeroblob(1000000000)")
+	if !errors.Is(err, errTooBig) || toMySQL(err).Code != mysql.ER_OUT_OF_RESOURCES {
+		t.Fatalf("zeroblob(1e9): %v", err)
+	}
 	if _, err := e.run(t, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}

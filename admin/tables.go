@@ -119,6 +119,10 @@ func (a *Server) processlistRows() [][]any {
 	return rows
 }
 
+// maxStatementText is how much of a statement TPPROXY_STATEMENT_CACHE
+// shows.
+const maxStatementText = 64 << 10
+
 func (a *Server) statementRows() [][]any {
 	now := time.Now()
 	list := a.front.CachedStatements()
@@ -128,7 +132,11 @@ func (a *Server) statementRows() [][]any {
 		if !cs.Verified.IsZero() && cs.Verified.UnixNano() > 0 {
 			ago = now.Sub(cs.Verified).Milliseconds()
 		}
-		rows = append(rows, []any{int64(cs.ID), cs.User, nullIfEmpty(cs.Schema), cs.SQL,
+		sqlText := cs.SQL
+		if len(sqlText) > maxStatementText {
+			sqlText = sqlText[:maxStatementText]
+		}
+		rows = append(rows, []any{int64(cs.ID), cs.User, nullIfEmpty(cs.Schema), sqlText,
 			int64(cs.Params), int64(cs.Columns), int64(cs.Sessions), b2i(cs.Shared), ago})
 	}
 	return rows

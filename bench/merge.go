@@ -194,15 +194,7 @@ func mergeStep(parts []StepResult) (StepResult, error) {
 	m.Started = start
 	m.DurationSec = end.Sub(start).Seconds()
 	m.Shards.StartSkewMs = float64(latest.Sub(start)) / float64(time.Millisecond)
-	m.Latency = m.Histogram.Summary()
-	if m.DurationSec > 0 {
-		m.TPS = float64(m.Transactions) / m.DurationSec
-		m.QPS = float64(m.Queries) / m.DurationSec
-	}
-	if t := m.Transactions + m.ErrorTotal; t > 0 {
-		m.SuccessPct = float64(m.Transactions) / float64(t) * 100
-	}
-	m.setCPUPerStmt()
+	m.derive()
 	return m, nil
 }
 

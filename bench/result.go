@@ -84,6 +84,21 @@ type StepResult struct {
 	Histogram *Histogram `json:"histogram,omitempty"`
 }
 
+// derive computes what follows from the counts, the hold and the
+// histogram: latency, TPS, QPS, success and CPU per statement. Run and
+// Merge both end with it.
+func (r *StepResult) derive() {
+	r.Latency = r.Histogram.Summary()
+	if r.DurationSec > 0 {
+		r.TPS = float64(r.Transactions) / r.DurationSec
+		r.QPS = float64(r.Queries) / r.DurationSec
+	}
+	if n := r.Transactions + r.ErrorTotal; n > 0 {
+		r.SuccessPct = float64(r.Transactions) / float64(n) * 100
+	}
+	r.setCPUPerStmt()
+}
+
 // Label names the step ("oltp_read_write/300") without the target.
 func (r StepResult) Label() string { return stepLabel(r.Workload, r.Threads) }
 

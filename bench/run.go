@@ -219,15 +219,7 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 	for _, sh := range shards {
 		res.Histogram.Merge(sh.h)
 	}
-	res.Latency = res.Histogram.Summary()
-	if res.DurationSec > 0 {
-		res.TPS = float64(res.Transactions) / res.DurationSec
-		res.QPS = float64(res.Queries) / res.DurationSec
-	}
-	if n := res.Transactions + res.ErrorTotal; n > 0 {
-		res.SuccessPct = float64(res.Transactions) / float64(n) * 100
-	}
-	res.setCPUPerStmt()
+	res.derive()
 	return res, nil
 }
 

@@ -1,0 +1,168 @@
+package tiers
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) {
+	MaybeRunDelayer()
+	os.Exit(m.Run())
+}
+
+// skipUnlessAvailable skips without root or ip netns, and fails under
+// CI=true (which runs as root).
+func skipUnlessAvailable(t *testing.T) {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("CI") == "true" && os.Geteuid() == 0 {
+			t.Fatalf("CI runs as root, yet: %v", err)
+		}
+		t.Skipf("network tiers: %v", err)
+	}
+}
+
+// listenIn listens on addr inside namespace ns and accepts (and holds)
+// connections until the test ends.
+func listenIn(t *testing.T, ns, addr string) string {
+	t.Helper()
+	got := make(chan any, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread leaves with the goroutine
+		f, err := os.Open(filepath.Join("/run/netns", ns))
+		if err == nil {
+			err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
+			f.Close()
+		}
+		if err != nil {
+			got <- err
+			return
+		}
+		l, err := net.Listen("tcp4", addr)
+		if err != nil {
+			got <- err
+			return
+		}
+		got <- l
+	}()
+	switch v := (<-got).(type) {
+	case error:
+		t.Fatal(v)
+	case net.Listener:
+		t.Cleanup(func() { v.Close() })
+		go func() {
+			for {
+				c, err := v.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					// An echo: the ping-pong below measures data round trips.
+					buf := make([]byte, 64)
+					for {
+						n, err := c.Read(buf)
+						if err != nil {
+							c.Close()
+							return
+						}
+						if _, err := c.Write(buf[:n]); err != nil {
+							c.Close()
+							return
+						}
+					}
+				}()
+			}
+		}()
+		return v.Addr().String()
+	}
+	panic("unreachable")
+}
+
+// TestTiersDelayEveryLink: with a 0.2 ms one-way delay, a TCP connect
+// (one round trip) to the server from the driver, to the proxy namespace
+// from the driver, and to the server from the proxy namespace each takes
+// at least 0.4 ms and, at the median, not much more; a data ping-pong
+// likewise; after Close the namespaces and links are gone.
+func TestTiersDelayEveryLink(t *testing.T) {
+	skipUnlessAvailable(t)
+	const delay = 200 * time.Microsecond
+	tr, err := Setup(t.Context(), Config{Delay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	t.Logf("mechanism %s, server %s (from the proxy %s), proxy %s", tr.Mechanism, tr.ServerHost, tr.ServerFromProxy, tr.ProxyHost)
+	srvA := listenIn(t, tr.ServerNS, tr.ServerHost+":0")
+	srvC := listenIn(t, tr.ServerNS, tr.ServerFromProxy+":0")
+	px := listenIn(t, tr.ProxyNS, tr.ProxyHost+":0")
+	for _, c := range []struct{ name, ns, addr string }{
+		{"driver->server", "", srvA}, {"driver->proxy", "", px}, {"proxy->server", tr.ProxyNS, srvC},
+	} {
+		rtt, err := ProbeRTT(t.Context(), c.ns, c.addr, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s connect RTT: %s", c.name, rtt)
+		if rtt.Min < 2*delay || rtt.P50 > 2*delay+300*time.Microsecond {
+			t.Errorf("%s: RTT %s, want min >= %s and p50 within 0.3 ms of it", c.name, rtt, 2*delay)
+		}
+	}
+	// Data: a 16-byte ping-pong over one connection.
+	c, err := net.Dial("tcp4", srvA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 16)
+	var s []time.Duration
+	for range 500 {
+		begin := time.Now()
+		if _, err := c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		s = append(s, time.Since(begin))
+	}
+	rtt := summarize(s)
+	t.Logf("driver<->server ping-pong: %s", rtt)
+	if rtt.Min < 2*delay || rtt.P50 > 2*delay+300*time.Microsecond {
+		t.Errorf("ping-pong RTT %s, want min >= %s and p50 within 0.3 ms of it", rtt, 2*delay)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{tr.ServerNS, tr.ProxyNS} {
+		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
+			t.Errorf("namespace %s left behind", ns)
+		}
+	}
+	for _, l := range tr.links {
+		if _, err := net.InterfaceByName(l); err == nil {
+			t.Errorf("link %s left behind", l)
+		}
+	}
+}
+
+func TestParseNetwork(t *testing.T) {
+	for in, want := range map[string]time.Duration{"loopback": 0, "0.2ms": 200 * time.Microsecond, "1ms": time.Millisecond, "50us": 50 * time.Microsecond} {
+		if got, err := ParseNetwork(in); err != nil || got != want {
+			t.Errorf("ParseNetwork(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lan", "-1ms", "0", "2s"} {
+		if _, err := ParseNetwork(in); err == nil {
+			t.Errorf("ParseNetwork(%q) accepted", in)
+		}
+	}
+	if l := Label(200 * time.Microsecond); l != "0.2ms" {
+		t.Errorf("Label = %q", l)
+	}
+}

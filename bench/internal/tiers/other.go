@@ -18,4 +18,3 @@ func MaybeRunDelayer() {}
 func ProbeRTT(context.Context, string, string, int) (RTT, error) {
 	return RTT{}, fmt.Errorf("%w: Linux only", ErrUnavailable)
 }
-

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tpproxy/tpproxy/bench/internal/tiers"
 )
 
 // ErrChildExited means a process the benchmark runs beside the load
@@ -139,4 +141,30 @@ func (c *child) logTail(n int) string {
 		out.WriteByte('\n')
 	}
 	return out.String()
+}
+
+// placement is where a relay runs: in this network namespace on
+// loopback (the zero value), or in a namespace of a network's tiers on
+// its address there.
+type placement struct {
+	// NS is the namespace's name (ip netns), "" for this one.
+	NS string
+	// Host is the address the relay listens on; "" is 127.0.0.1.
+	Host string
+}
+
+func (p placement) host() string {
+	if p.Host == "" {
+		return "127.0.0.1"
+	}
+	return p.Host
+}
+
+// command is bin with args as run in the namespace: through nsenter,
+// which execs bin, so that the process keeps its pid.
+func (p placement) command(bin string, args ...string) (string, []string) {
+	if p.NS == "" {
+		return bin, args
+	}
+	return tiers.Command(p.NS, bin, args...)
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
+	"github.com/tpproxy/tpproxy/bench/internal/tiers"
 	"github.com/tpproxy/tpproxy/internal/sandbox"
 )
 
@@ -115,6 +117,14 @@ type DemoConfig struct {
 	PoolThreads int
 	// Steps default to DefaultDemoSteps.
 	Steps []DemoStep
+	// Networks are the networks the whole demo runs over, one after the
+	// other, into one report: 0 is loopback (everything in this network
+	// namespace, the default), a positive one-way delay puts the servers
+	// and the relays in network namespaces of their own joined by links
+	// with that delay each way (package tiers; root only; not with DSN or
+	// Keep). The targets of a delayed network are named with its label,
+	// as in "tpproxy@0.2ms".
+	Networks []time.Duration
 	// Out receives progress and the final table. Default io.Discard.
 	Out io.Writer
 	// Interactive redraws a live progress line (for a terminal); otherwise
@@ -164,6 +174,22 @@ func (c *DemoConfig) defaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(c.Networks) == 0 {
+		c.Networks = []time.Duration{0}
+	}
+	for _, d := range c.Networks {
+		if d < 0 {
+			return fmt.Errorf("bench: demo: network delay %s", d)
+		}
+		if d > 0 && (c.DSN != "" || c.Keep) {
+			return fmt.Errorf("bench: demo: a %s network runs private servers in network namespaces: not with --dsn or --keep", tiers.Label(d))
+		}
+	}
+	if d := slices.Max(c.Networks); d > 0 {
+		if err := tiers.Available(); err != nil {
+			return fmt.Errorf("bench: demo: the %s network: %w", tiers.Label(d), err)
+		}
 	}
 	if c.Keep && c.DSN == "" && (c.SandboxDir == "" || c.StateFile == "") {
 		return errors.New("bench: demo: keeping the sandbox needs SandboxDir and StateFile")
@@ -215,123 +241,33 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 		},
 	}
 	outcome := &DemoOutcome{Report: rep}
-
-	// 1. The server.
-	srv, direct, err := demoServer(ctx, &cfg)
-	if err != nil {
-		return nil, err
-	}
-	if srv != nil {
-		defer func() {
-			if cfg.Keep {
-				outcome.Kept = srv
-				if err != nil {
-					err = fmt.Errorf("%w (the sandbox keeps running at %s, state in %s)", err, srv.Addr, cfg.StateFile)
-				}
-				return
-			}
-			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			if serr := srv.Stop(stopCtx); serr != nil {
-				err = errors.Join(err, fmt.Errorf("bench: stop sandbox: %w", serr))
-			}
-		}()
-		fmt.Fprintf(out, "sandbox server %s at %s (datadir %s)\n", srv.Version, srv.Addr, srv.DataDir)
-	} else {
-		fmt.Fprintf(out, "server at %s\n", direct.Addr)
-	}
-	serverDSN := cfg.RootDSN
-	if serverDSN == "" {
-		serverDSN = cfg.DSN
-	}
-
-	// 2. The relays and the pool server; they stop before the server.
-	peers, err := startPeerSet(ctx, peerSetConfig{Direct: direct, Dir: cfg.OutDir, Proxy: cfg.Proxy,
-		HAProxy: cfg.HAProxy, PoolThreads: cfg.PoolThreads, Out: out, Logger: cfg.Logger})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if perr := peers.close(ctx); perr != nil {
-			err = errors.Join(err, perr)
-		}
-	}()
-	targets := peers.targets
-	var names []string
-	for _, t := range targets {
-		names = append(names, t.Name)
-	}
-	rep.Title = "tpbench demo: " + strings.Join(names, " vs ")
-
-	// 3. The tables, on both servers.
-	if err := demoPrepare(ctx, cfg, targets[0].DSN, direct.Addr); err != nil {
-		return nil, err
-	}
-	if peers.poolDirect != nil {
-		if err := demoPrepare(ctx, cfg, peers.poolDirect.FormatDSN(), TargetPool); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.DSN != "" && !cfg.Keep {
-		defer func() {
-			if cerr := demoCleanup(ctx, cfg, targets[0].DSN); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-		}()
-	}
-
-	// 4. The steps on every target in turn: one ramp per run of steps
-	// with the same workload.
-	schema := Schema{Tables: cfg.Tables, TableSize: cfg.TableSize, Dist: DistSpecial}
 	var interrupted error
-	for i := 0; i < len(cfg.Steps); {
-		j := i
-		var threads []int
-		for ; j < len(cfg.Steps) && cfg.Steps[j].Workload == cfg.Steps[i].Workload; j++ {
-			threads = append(threads, cfg.Steps[j].Threads)
+	var st *ProxyStats
+	for _, delay := range cfg.Networks {
+		nst, notes, err := demoNetwork(ctx, cfg, delay, rep, outcome)
+		if st == nil {
+			st = nst
 		}
-		fmt.Fprintf(out, "%s, %v clients:\n", cfg.Steps[i].Workload, threads)
-		r, err := Ramp(ctx, RampConfig{
-			Title: rep.Title, Targets: targets, Workload: cfg.Steps[i].Workload, Schema: schema,
-			Steps: threads, Warmup: cfg.Warmup, StepDuration: cfg.Duration, ServerDSN: serverDSN,
-			Monitor: peers.monitor(),
-			Out:     out, Interactive: cfg.Interactive, Logger: cfg.Logger,
-		})
-		if r != nil {
-			rep.Steps = append(rep.Steps, r.Steps...)
-			rep.Comparisons = append(rep.Comparisons, r.Comparisons...)
-			if rep.Environment.ServerVersion == "" {
-				rep.Environment.ServerVersion = r.Environment.ServerVersion
-			}
-		}
+		rep.Notes = append(rep.Notes, notes...)
 		if err != nil {
 			if ctx.Err() == nil || len(rep.Steps) == 0 {
-				return nil, errors.Join(err, peers.exited())
+				return nil, err
 			}
 			// Interrupted: report what was measured.
 			interrupted = err
 			rep.Notes = append(rep.Notes, "Interrupted: the demo stopped before its last step.")
 			break
 		}
-		i = j
 	}
 
-	// 5. The report. tpproxy's totals come from its admin port and
-	// /metrics while it still runs.
-	statsCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	st, serr := readProxyStats(statsCtx, peers.proxy.AdminDSN, peers.proxy.MetricsURL)
-	cancel()
-	if serr != nil {
-		cfg.Logger.Warn("tpproxy's totals", "err", serr)
-	}
+	// 5. The report.
 	if st != nil {
 		rep.Proxy = st
 		rep.Environment.PoolSize = st.Pool.Size
 	}
-	rep.Notes = append(demoNotes(rep, cfg, peers), rep.Notes...)
 	rep.Finished = time.Now()
 	fmt.Fprintln(out)
-	fmt.Fprintf(out, "Before/after (ratio = target/%s):\n", targets[0].Name)
+	fmt.Fprintf(out, "Before/after (ratio = target/%s):\n", TargetDirect)
 	if err := RenderTable(out, rep.Comparisons); err != nil {
 		return nil, err
 	}
@@ -355,7 +291,7 @@ func Demo(ctx context.Context, cfg DemoConfig) (_ *DemoOutcome, err error) {
 
 // demoServer starts the sandbox (or parses cfg.DSN) and returns the
 // direct connection settings. For a sandbox it sets cfg.RootDSN.
-func demoServer(ctx context.Context, cfg *DemoConfig) (*sandbox.Server, *mysql.Config, error) {
+func demoServer(ctx context.Context, cfg *DemoConfig, net *tiers.Tiers) (*sandbox.Server, *mysql.Config, error) {
 	if cfg.DSN != "" {
 		direct, err := driverConfig(cfg.DSN, nil)
 		if err != nil {
@@ -367,6 +303,10 @@ func demoServer(ctx context.Context, cfg *DemoConfig) (*sandbox.Server, *mysql.C
 		return nil, direct, nil
 	}
 	opts := sandbox.Options{Logger: cfg.Logger}
+	if net != nil {
+		opts.NetNS, opts.Host, opts.RootHost = net.ServerNS, net.ServerHost, net.DriverHost
+		cfg.RootDSN = "" // each network's server has its own
+	}
 	if cfg.Keep {
 		opts.BaseDir, opts.Detach = cfg.SandboxDir, true
 	}
@@ -465,4 +405,213 @@ func demoNotes(r *Report, cfg DemoConfig, ps *peerSet) []string {
 		notes = append(notes, fmt.Sprintf("Client, relays and servers share %d CPUs: absolute figures are low; the ratios are the point.", r.Environment.CPUs))
 	}
 	return notes
+}
+
+// demoNetwork runs the whole demo over one network (delay 0: loopback):
+// the server, the relays and the pool server, the tables, and every step
+// on every target, appending the runs to rep. It returns tpproxy's totals,
+// read while it still runs, and the notes for the report.
+func demoNetwork(ctx context.Context, cfg DemoConfig, delay time.Duration, rep *Report, outcome *DemoOutcome) (_ *ProxyStats, _ []string, err error) {
+	out := cfg.Out
+	suffix := ""
+	var net *tiers.Tiers
+	if delay > 0 {
+		suffix = "@" + tiers.Label(delay)
+		net, err = tiers.Setup(ctx, tiers.Config{Delay: delay})
+		if err != nil {
+			return nil, nil, err
+		}
+		// Last: after every process in the namespaces has stopped.
+		defer func() {
+			if cerr := net.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}()
+		fmt.Fprintf(out, "network %s: server at %s, relays at %s (server at %s from there), %s each way by %s\n",
+			tiers.Label(delay), net.ServerHost, net.ProxyHost, net.ServerFromProxy, delay, net.Mechanism)
+	} else if len(cfg.Networks) > 1 {
+		fmt.Fprintln(out, "network loopback:")
+	}
+
+	// 1. The server.
+	srv, direct, err := demoServer(ctx, &cfg, net)
+	if err != nil {
+		return nil, nil, err
+	}
+	if srv != nil {
+		defer func() {
+			if cfg.Keep {
+				outcome.Kept = srv
+				if err != nil {
+					err = fmt.Errorf("%w (the sandbox keeps running at %s, state in %s)", err, srv.Addr, cfg.StateFile)
+				}
+				return
+			}
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if serr := srv.Stop(stopCtx); serr != nil {
+				err = errors.Join(err, fmt.Errorf("bench: stop sandbox: %w", serr))
+			}
+		}()
+		fmt.Fprintf(out, "sandbox server %s at %s (datadir %s)\n", srv.Version, srv.Addr, srv.DataDir)
+	} else {
+		fmt.Fprintf(out, "server at %s\n", direct.Addr)
+	}
+	serverDSN := cfg.RootDSN
+	if serverDSN == "" {
+		serverDSN = cfg.DSN
+	}
+
+	// 2. The relays and the pool server; they stop before the server.
+	// A delayed network's relays keep their configuration and logs in a
+	// directory of its own: network-0.2ms/.
+	relayDir := cfg.OutDir
+	if net != nil {
+		relayDir = filepath.Join(cfg.OutDir, "network-"+tiers.Label(delay))
+		if err := os.MkdirAll(relayDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	peers, err := startPeerSet(ctx, peerSetConfig{Direct: direct, Dir: relayDir, Proxy: cfg.Proxy,
+		HAProxy: cfg.HAProxy, PoolThreads: cfg.PoolThreads, Tiers: net, Out: out, Logger: cfg.Logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if perr := peers.close(ctx); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}()
+	targets := peers.targets
+	if rep.Title == "" {
+		var names []string
+		for _, t := range targets {
+			names = append(names, t.Name)
+		}
+		rep.Title = "tpbench demo: " + strings.Join(names, " vs ")
+	}
+	var notes []string
+	var info *NetworkInfo
+	if net != nil {
+		info, err = probeNetwork(ctx, net, direct.Addr, peers)
+		if err != nil {
+			return nil, nil, err
+		}
+		var parts []string
+		for _, r := range info.RTT {
+			parts = append(parts, fmt.Sprintf("%s min %.0f / p50 %.0f / p99 %.0f µs", r.Link, r.MinUs, r.P50Us, r.P99Us))
+		}
+		notes = append(notes, fmt.Sprintf("Network %s: the servers run in network namespace %s, tpproxy and haproxy in %s, the load here; every link delays each direction by %s (%s). "+
+			"Measured TCP connect round trips (%d each): %s.", info.Label, net.ServerNS, net.ProxyNS, net.Delay, net.Mechanism, info.RTT[0].Samples, strings.Join(parts, "; ")))
+		fmt.Fprintln(out, notes[0])
+		rep.Networks = append(rep.Networks, *info)
+		info = &rep.Networks[len(rep.Networks)-1]
+	}
+
+	// 3. The tables, on both servers.
+	if err := demoPrepare(ctx, cfg, targets[0].DSN, direct.Addr); err != nil {
+		return nil, nil, err
+	}
+	if peers.poolDirect != nil {
+		if err := demoPrepare(ctx, cfg, peers.poolDirect.FormatDSN(), TargetPool); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.DSN != "" && !cfg.Keep {
+		defer func() {
+			if cerr := demoCleanup(ctx, cfg, targets[0].DSN); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}()
+	}
+
+	// 4. The steps on every target in turn: one ramp per run of steps
+	// with the same workload.
+	schema := Schema{Tables: cfg.Tables, TableSize: cfg.TableSize, Dist: DistSpecial}
+	var delayer sysstat.ProcSample
+	if net != nil && net.DelayerPID() != 0 {
+		delayer, _ = sysstat.ReadProc(net.DelayerPID())
+	}
+	monitor := peers.monitor()
+	if srv != nil {
+		monitor.ServerPID = srv.PID
+	}
+	var rampErr error
+	for i := 0; i < len(cfg.Steps); {
+		j := i
+		var threads []int
+		for ; j < len(cfg.Steps) && cfg.Steps[j].Workload == cfg.Steps[i].Workload; j++ {
+			threads = append(threads, cfg.Steps[j].Threads)
+		}
+		fmt.Fprintf(out, "%s, %v clients%s:\n", cfg.Steps[i].Workload, threads, strings.Replace(suffix, "@", " over ", 1))
+		r, err := Ramp(ctx, RampConfig{
+			Title: rep.Title, Targets: targets, Workload: cfg.Steps[i].Workload, Schema: schema,
+			Steps: threads, Warmup: cfg.Warmup, StepDuration: cfg.Duration, ServerDSN: serverDSN,
+			Monitor: monitor,
+			Out:     out, Interactive: cfg.Interactive, Logger: cfg.Logger,
+		})
+		if r != nil {
+			for k := range r.Steps {
+				r.Steps[k].Target += suffix
+			}
+			for k := range r.Comparisons {
+				r.Comparisons[k].Direct += suffix
+				r.Comparisons[k].Proxy += suffix
+			}
+			rep.Steps = append(rep.Steps, r.Steps...)
+			rep.Comparisons = append(rep.Comparisons, r.Comparisons...)
+			if rep.Environment.ServerVersion == "" {
+				rep.Environment.ServerVersion = r.Environment.ServerVersion
+			}
+		}
+		if err != nil {
+			rampErr = errors.Join(err, peers.exited())
+			break
+		}
+		i = j
+	}
+	if net != nil && delayer.PID != 0 {
+		if end, err := sysstat.ReadProc(net.DelayerPID()); err == nil {
+			u := sysstat.ProcDelta(delayer, end)
+			info.DelayerCPUSec = u.CPUPct / 100 * u.Seconds
+			notes = append(notes, fmt.Sprintf("Network %s: the NFQUEUE delayer process used %.1f s of CPU over these runs (%.0f%% of one CPU on average), beside the load, the relays and the servers; "+
+				"that includes the kernel's delivery of the packets it lets go (TCP receive, waking the reader), which without it runs in the sender's context.",
+				tiers.Label(delay), info.DelayerCPUSec, u.CPUPct))
+		}
+	}
+
+	// tpproxy's totals come from its admin port and /metrics while it
+	// still runs.
+	statsCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	st, serr := readProxyStats(statsCtx, peers.proxy.AdminDSN, peers.proxy.MetricsURL)
+	cancel()
+	if serr != nil {
+		cfg.Logger.Warn("tpproxy's totals", "err", serr)
+	}
+	if len(rep.Notes) == 0 {
+		notes = append(demoNotes(rep, cfg, peers), notes...)
+	}
+	return st, notes, rampErr
+}
+
+// probeNetwork measures the round trips of a network's links: TCP
+// connects to the server and to tpproxy from the driver, and to the
+// server from the relays' namespace.
+func probeNetwork(ctx context.Context, net *tiers.Tiers, serverAddr string, peers *peerSet) (*NetworkInfo, error) {
+	_, port, _ := strings.Cut(serverAddr, ":")
+	probes := []struct{ name, ns, addr string }{
+		{"driver-server", "", serverAddr},
+		{"driver-tpproxy", "", peers.proxy.Addr},
+		{"tpproxy-server", net.ProxyNS, net.ServerFromProxy + ":" + port},
+	}
+	info := &NetworkInfo{Label: tiers.Label(net.Delay), DelayUs: float64(net.Delay) / float64(time.Microsecond), Mechanism: net.Mechanism}
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	for _, p := range probes {
+		rtt, err := tiers.ProbeRTT(ctx, p.ns, p.addr, 100)
+		if err != nil {
+			return nil, err
+		}
+		info.RTT = append(info.RTT, LinkRTT{Link: p.name, Samples: rtt.N, MinUs: us(rtt.Min), P50Us: us(rtt.P50), P99Us: us(rtt.P99)})
+	}
+	return info, nil
 }

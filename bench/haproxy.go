@@ -86,17 +86,18 @@ backend server
 // startHAProxy runs `haproxy -f haproxy.cfg -db` (foreground) in front of
 // backend, with its configuration and log (haproxy.log) in dir, and
 // waits until it accepts connections.
-func startHAProxy(ctx context.Context, bin, dir, backend string, log *slog.Logger) (*haproxyProcess, error) {
+func startHAProxy(ctx context.Context, bin, dir, backend string, at placement, log *slog.Logger) (*haproxyProcess, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := net.JoinHostPort(at.host(), strconv.Itoa(port))
 	cfg := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(cfg, []byte(haproxyConfig(addr, backend)), 0o644); err != nil {
 		return nil, fmt.Errorf("bench: haproxy config: %w", err)
 	}
-	c, err := startChild("haproxy", filepath.Join(dir, "haproxy.log"), nil, bin, "-f", cfg, "-db")
+	cbin, args := at.command(bin, "-f", cfg, "-db")
+	c, err := startChild("haproxy", filepath.Join(dir, "haproxy.log"), nil, cbin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	MaybeRunDelayer()
 	srv, stop, err := sandbox.ForTestMain(sandbox.Options{})
 	switch {
 	case errors.Is(err, sandbox.ErrNotFound):

@@ -30,6 +30,12 @@ type MonitorConfig struct {
 	// namespace. Other targets on a loopback address are looked up by port
 	// ("auto").
 	RelayPID map[string]int
+	// ServerPID is the server's process id and TargetServerPID that of
+	// each target with a server of its own (Target.ServerDSN), for
+	// servers that cannot be found by the port they listen on (in
+	// another network namespace). Zero: looked up by port.
+	ServerPID       int
+	TargetServerPID map[string]int
 }
 
 // ErrNoRelayProcess means a RelayPID names no running process.
@@ -91,6 +97,9 @@ func newMonitor(ctx context.Context, cfg MonitorConfig, serverDSN string, target
 		return port, pid
 	}
 	serverPort, pid := listener(serverDSN)
+	if cfg.ServerPID != 0 {
+		pid = cfg.ServerPID
+	}
 	if pid != 0 {
 		watch("server", ProcServer, pid)
 	}
@@ -98,7 +107,11 @@ func newMonitor(ctx context.Context, cfg MonitorConfig, serverDSN string, target
 		ownPort := serverPort
 		if t.ServerDSN != "" {
 			var pid int
-			if ownPort, pid = listener(t.ServerDSN); pid != 0 {
+			ownPort, pid = listener(t.ServerDSN)
+			if p := cfg.TargetServerPID[t.Name]; p != 0 {
+				pid = p
+			}
+			if pid != 0 {
 				watch(t.Name, ProcServer, pid)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/tpproxy/tpproxy/bench/internal/tiers"
 	"github.com/tpproxy/tpproxy/internal/sandbox"
 )
 
@@ -48,8 +50,12 @@ type peerSetConfig struct {
 	// target BaselineName.
 	Baseline     ProxyOptions
 	BaselineName string
-	Out          io.Writer
-	Logger       *slog.Logger
+	// Tiers, when set, is the network the peers run over: the relays in
+	// its proxy namespace, the pool server in its server namespace
+	// (where Direct's server runs too). Nil: loopback.
+	Tiers  *tiers.Tiers
+	Out    io.Writer
+	Logger *slog.Logger
 }
 
 // peerSet is what the server is compared with: tpproxy and haproxy in
@@ -86,8 +92,17 @@ func startPeerSet(ctx context.Context, cfg peerSetConfig) (_ *peerSet, err error
 	}()
 	d := cfg.Direct
 	ps.targets = []Target{{Name: TargetDirect, DSN: d.FormatDSN()}}
+	// The relays' backend: the server's address from where they run.
+	backend, at := d.Addr, placement{}
+	if t := cfg.Tiers; t != nil {
+		_, port, err := net.SplitHostPort(d.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("bench: server address %q: %w", d.Addr, err)
+		}
+		backend, at = net.JoinHostPort(t.ServerFromProxy, port), placement{NS: t.ProxyNS, Host: t.ProxyHost}
+	}
 
-	ps.proxy, err = startProxyProcess(ctx, cfg.Proxy, cfg.Dir, d.Addr, d.User, d.Passwd, cfg.Logger)
+	ps.proxy, err = startProxyProcess(ctx, cfg.Proxy, cfg.Dir, backend, d.User, d.Passwd, at, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +115,7 @@ func startPeerSet(ctx context.Context, cfg peerSetConfig) (_ *peerSet, err error
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		ps.base, err = startProxyProcess(ctx, cfg.Baseline, dir, d.Addr, d.User, d.Passwd, cfg.Logger)
+		ps.base, err = startProxyProcess(ctx, cfg.Baseline, dir, backend, d.User, d.Passwd, at, cfg.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("bench: the %s target: %w", cfg.BaselineName, err)
 		}
@@ -110,7 +125,7 @@ func startPeerSet(ctx context.Context, cfg peerSetConfig) (_ *peerSet, err error
 	}
 
 	if hap != "" {
-		ps.haproxy, err = startHAProxy(ctx, hap, cfg.Dir, d.Addr, cfg.Logger)
+		ps.haproxy, err = startHAProxy(ctx, hap, cfg.Dir, backend, at, cfg.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -122,6 +137,9 @@ func startPeerSet(ctx context.Context, cfg peerSetConfig) (_ *peerSet, err error
 	if cfg.PoolThreads > 0 {
 		opts := sandbox.Options{Logger: cfg.Logger, ServerOptions: []string{
 			"thread_handling=pool-of-threads", "thread_pool_size=" + strconv.Itoa(cfg.PoolThreads)}}
+		if t := cfg.Tiers; t != nil {
+			opts.NetNS, opts.Host, opts.RootHost = t.ServerNS, t.ServerHost, t.DriverHost
+		}
 		var root string
 		ps.pool, ps.poolDirect, root, err = startSandbox(ctx, opts, d.User, d.Passwd, d.DBName)
 		if err != nil {
@@ -247,8 +265,12 @@ func (ps *peerSet) haproxyChild() *child {
 
 // monitor is the monitor settings for a ramp over ps.targets.
 func (ps *peerSet) monitor() MonitorConfig {
-	return MonitorConfig{
+	m := MonitorConfig{
 		ProxyAdmin: map[string]string{TargetTpproxy: ps.proxy.AdminDSN},
 		RelayPID:   ps.relayPID,
 	}
+	if ps.pool != nil {
+		m.TargetServerPID = map[string]int{TargetPool: ps.pool.PID}
+	}
+	return m
 }

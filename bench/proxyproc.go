@@ -107,7 +107,7 @@ const readyPoll = 50 * time.Millisecond
 // and password as both the client and the backend account, writing its
 // configuration (tpproxy.yaml) and log (tpproxy.log) into dir, and waits
 // until its /readyz answers 200.
-func startProxyProcess(ctx context.Context, o ProxyOptions, dir, backend, user, password string, log *slog.Logger) (*proxyProcess, error) {
+func startProxyProcess(ctx context.Context, o ProxyOptions, dir, backend, user, password string, at placement, log *slog.Logger) (*proxyProcess, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func startProxyProcess(ctx context.Context, o ProxyOptions, dir, backend, user, 
 	// again.
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		p, err := launchProxy(ctx, o, extra, env, dir, backend, user, password)
+		p, err := launchProxy(ctx, o, extra, env, dir, backend, user, password, at)
 		if err == nil {
 			log.Info("tpproxy started", "pid", p.pid(), "listen", p.Addr, "config", p.ConfigPath)
 			return p, nil
@@ -162,7 +162,7 @@ func childEnv(o ProxyOptions) []string {
 }
 
 func launchProxy(ctx context.Context, o ProxyOptions, extra map[string]any, env []string,
-	dir, backend, user, password string) (*proxyProcess, error) {
+	dir, backend, user, password string, at placement) (*proxyProcess, error) {
 	var ports [3]int
 	for i := range ports {
 		p, err := freePort()
@@ -171,7 +171,7 @@ func launchProxy(ctx context.Context, o ProxyOptions, extra map[string]any, env 
 		}
 		ports[i] = p
 	}
-	addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	addr := func(port int) string { return net.JoinHostPort(at.host(), strconv.Itoa(port)) }
 	cfg := map[string]any{
 		"shutdown_timeout": "5s",
 		"watch_config":     false,
@@ -210,7 +210,8 @@ func launchProxy(ctx context.Context, o ProxyOptions, extra map[string]any, env 
 	if err := os.WriteFile(path, append([]byte(head), b...), 0o600); err != nil {
 		return nil, fmt.Errorf("bench: tpproxy config: %w", err)
 	}
-	c, err := startChild("tpproxy", filepath.Join(dir, "tpproxy.log"), env, o.Binary, "serve", "--config", path)
+	bin, args := at.command(o.Binary, "serve", "--config", path)
+	c, err := startChild("tpproxy", filepath.Join(dir, "tpproxy.log"), env, bin, args...)
 	if err != nil {
 		return nil, err
 	}

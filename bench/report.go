@@ -51,6 +51,33 @@ type Report struct {
 	Shard *ShardInfo `json:"shard,omitempty"`
 	// Merged is set in the merge of a distributed run's parts.
 	Merged *MergeInfo `json:"merged,omitempty"`
+	// Networks are the delayed networks the demo ran over besides
+	// loopback (tpbench demo --network), with their measured round trips.
+	Networks []NetworkInfo `json:"networks,omitempty"`
+}
+
+// NetworkInfo is one delayed network between the tiers: its targets are
+// named "<target>@<Label>".
+type NetworkInfo struct {
+	Label string `json:"label"`
+	// DelayUs is the one-way delay of every link, each direction.
+	DelayUs float64 `json:"delay_us"`
+	// Mechanism is netem or nfqueue (tpbench's own delayer).
+	Mechanism string `json:"mechanism"`
+	// RTT are the TCP connect round trips measured on its links before
+	// the runs.
+	RTT []LinkRTT `json:"rtt"`
+	// DelayerCPUSec is the NFQUEUE delayer process's CPU over the runs.
+	DelayerCPUSec float64 `json:"delayer_cpu_s,omitempty"`
+}
+
+// LinkRTT is one link's measured round trip.
+type LinkRTT struct {
+	Link    string  `json:"link"`
+	Samples int     `json:"samples"`
+	MinUs   float64 `json:"min_us"`
+	P50Us   float64 `json:"p50_us"`
+	P99Us   float64 `json:"p99_us"`
 }
 
 // Environment describes the machine, the server and the settings.

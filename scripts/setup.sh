@@ -3,8 +3,9 @@
 # server and client, sysbench, and PyMySQL for the system python3; with the
 # argument "tests" also Chromium (headless, for the report.html test) and the
 # client drivers of e2e/drivers: PHP (mysqli, PDO_mysql), mysqlclient
-# (MySQLdb) for the system python3, MariaDB Connector/J plus a JDK, and Node
-# with the npm packages locked in e2e/drivers/node (npm ci).
+# (MySQLdb) for the system python3, MariaDB Connector/J plus a JDK, Node
+# with the npm packages locked in e2e/drivers/node (npm ci), and iproute2 and
+# iptables for the demo over delayed network tiers.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -22,6 +23,10 @@ if [ "${1:-}" = "tests" ]; then
   command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
   command -v node >/dev/null 2>&1 || need+=(nodejs)
   command -v npm >/dev/null 2>&1 || need+=(npm)
+  # The demo over 0.2 ms tiers (cmd/tpbench TestDemoOverTiers): network
+  # namespaces, and NFQUEUE rules where the kernel has no netem.
+  command -v ip >/dev/null 2>&1 || need+=(iproute2)
+  command -v iptables-legacy >/dev/null 2>&1 || command -v iptables >/dev/null 2>&1 || need+=(iptables)
 fi
 
 # npm ci for e2e/drivers/node once node and npm are there (below, after apt).

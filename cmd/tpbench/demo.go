@@ -25,6 +25,7 @@ type demoFlags struct {
 	steps       string
 	poolThreads int
 	haproxy     string
+	network     string
 	proxy       proxyFlags
 }
 
@@ -82,7 +83,13 @@ clients, then oltp_read_write with 8, 64, 256 and 1000. Prints a before/after
 table (each target against direct) and writes results.json, results.csv,
 summary.md and report.html to --out, with tpproxy.yaml, tpproxy.log,
 haproxy.cfg and haproxy.log. The servers are stopped and removed at the end
-unless --keep (which keeps the first). Ctrl-C writes what was measured so far.
+unless --keep (which keeps the first).
+
+--network loopback,0.2ms runs the whole demo twice into one report: over
+loopback, then with the servers and the relays in network namespaces of their
+own, every link between the load, the relays and the servers delayed 0.2 ms
+each way (a netem qdisc, or where the kernel has none an NFQUEUE delayer; root
+only; the second run's targets are named direct@0.2ms, tpproxy@0.2ms, ...). Ctrl-C writes what was measured so far.
 
 tpproxy is found next to this executable unless --tpproxy-bin; --proxy-set,
 --proxy-config and $TPPROXY_GOMAXPROCS tune it.
@@ -105,6 +112,8 @@ proxy's login and backend account; there is no mariadb-pool target).`,
 	fl.StringVar(&f.steps, "steps", "", "WORKLOAD/CLIENTS,... instead of the default steps, e.g. oltp_point_select/8,oltp_read_write/1000")
 	fl.IntVar(&f.poolThreads, "pool-of-threads-size", 2, "thread_pool_size of the mariadb-pool server (0: leave that target out)")
 	fl.StringVar(&f.haproxy, "haproxy", bench.HAProxyAuto, "haproxy target: auto (when installed), on or off")
+	fl.StringVar(&f.network, "network", "loopback", "networks to run the whole demo over, one after the other into one report: loopback, and/or a one-way delay such as 0.2ms "+
+		"(servers and relays in network namespaces of their own, every link delayed that much each way; root only), e.g. loopback,0.2ms")
 	f.proxy.register(cmd)
 	return cmd
 }
@@ -136,6 +145,9 @@ func runDemo(cmd *cobra.Command, a *app, f demoFlags) error {
 		if cfg.Steps, err = bench.ParseDemoSteps(f.steps); err != nil {
 			return err
 		}
+	}
+	if cfg.Networks, err = bench.ParseNetworks(f.network); err != nil {
+		return err
 	}
 	if f.keep && f.dsn == "" {
 		dir, state, err := statePath(defaultSandboxDir)

@@ -8,9 +8,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tpproxy/tpproxy/bench"
 )
 
 func main() {
+	// tpbench re-executes itself as a delayed network's packet delayer.
+	bench.MaybeRunDelayer()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,9 +44,21 @@ type Options struct {
 	// The server's socket lives in the datadir, so BaseDir must be short
 	// enough for a Unix socket path (about 90 bytes).
 	BaseDir string
-	// Port is the TCP port on 127.0.0.1. Default 0: a free port is picked
+	// Port is the TCP port on Host. Default 0: a free port is picked
 	// (and picked again if another process takes it first).
 	Port int
+	// NetNS runs the server in that network namespace (a name under
+	// /run/netns, as `ip netns add` makes; root only), through nsenter.
+	// Default: this process's namespace.
+	NetNS string
+	// Host is the address the server binds and DSNs name. Default
+	// 127.0.0.1; with NetNS, an address of that namespace (the server then
+	// binds all of that namespace's addresses).
+	Host string
+	// RootHost is the host part of root's TCP account: where root's TCP
+	// logins come from. Default 127.0.0.1; with NetNS, the address this
+	// process has on the link to it.
+	RootHost string
 	// ServerOptions are extra option-file lines for the [mysqld] group, such
 	// as "max_connections=3000" or "skip-log-bin". A line whose option name
 	// matches a default (ignoring -/_ and skip-/disable-/enable-/loose-
@@ -82,6 +95,14 @@ func (o Options) Validate() error {
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("%w: port %d out of range", ErrInvalidOptions, o.Port)
 	}
+	if strings.ContainsAny(o.NetNS, "/\x00") || strings.HasPrefix(o.NetNS, ".") {
+		return fmt.Errorf("%w: network namespace %q is not a name", ErrInvalidOptions, o.NetNS)
+	}
+	for _, h := range []string{o.Host, o.RootHost} {
+		if h != "" && net.ParseIP(h) == nil {
+			return fmt.Errorf("%w: %q is not an IP address", ErrInvalidOptions, h)
+		}
+	}
 	if o.StartTimeout < 0 || o.StopTimeout < 0 {
 		return fmt.Errorf("%w: negative timeout", ErrInvalidOptions)
 	}
@@ -114,6 +135,12 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.RootHost == "" {
+		o.RootHost = "127.0.0.1"
+	}
 	return o
 }
 
@@ -122,6 +149,7 @@ type layout struct {
 	dataDir string
 	tmpDir  string
 	port    int
+	host    string
 }
 
 func (l layout) optionFile() string { return filepath.Join(l.dataDir, "sandbox.cnf") }
@@ -139,7 +167,7 @@ const maxSocketPath = 107
 // defaultServerOptions are the option-file lines of a fast private server.
 func defaultServerOptions(bin binaryInfo, l layout) []string {
 	opts := []string{
-		"bind-address=127.0.0.1",
+		"bind-address=" + l.host,
 		"port=" + strconv.Itoa(l.port),
 		"datadir=" + l.dataDir,
 		"socket=" + l.socket(),

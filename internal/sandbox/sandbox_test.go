@@ -367,6 +367,10 @@ func TestInvalidOptions(t *testing.T) {
 		{ServerOptions: []string{""}},
 		{ServerOptions: []string{"[client]"}},
 		{ServerOptions: []string{"a=1\nport=1"}},
+		{NetNS: "../etc"},
+		{NetNS: "a/b"},
+		{Host: "localhost"},
+		{RootHost: "10.0.0.1/24"},
 	} {
 		if _, err := sandbox.Start(t.Context(), o); !errors.Is(err, sandbox.ErrInvalidOptions) {
 			t.Errorf("Start(%+v): %v, want ErrInvalidOptions", o, err)

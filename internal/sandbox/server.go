@@ -3,8 +3,9 @@
 // a readiness wait, and Stop that removes it all again.
 //
 // A server runs as the current OS user (with user=root when that is root),
-// listens on 127.0.0.1 only, and keeps its socket, pid file and error log in
-// its datadir. Unix only.
+// listens on 127.0.0.1 only (or, with Options.NetNS, in a network namespace
+// of the caller's on that namespace's addresses), and keeps its socket, pid
+// file and error log in its datadir. Unix only.
 package sandbox
 
 import (
@@ -43,9 +44,9 @@ var (
 
 // Server is a running (or stopped) sandbox server. Fields are read-only.
 type Server struct {
-	// Addr is "127.0.0.1:<port>".
+	// Addr is "<Options.Host>:<port>", "127.0.0.1:<port>" by default.
 	Addr string
-	// Port is the TCP port on 127.0.0.1.
+	// Port is the TCP port.
 	Port int
 	// DataDir holds the data, option file, socket, pid file and error log.
 	DataDir string
@@ -61,6 +62,7 @@ type Server struct {
 	tmpDir       string // the server's tmpdir, next to DataDir
 	binary       string
 	rootPassword string
+	rootHost     string
 	keepDataDir  bool
 	removeBase   string // temporary BaseDir that Stop removes too
 	stopTimeout  time.Duration
@@ -109,6 +111,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Flavor:       bin.flavor,
 		binary:       bin.path,
 		rootPassword: opts.RootPassword,
+		rootHost:     opts.RootHost,
 		keepDataDir:  opts.KeepDataDir,
 		removeBase:   removeBase,
 		stopTimeout:  opts.StopTimeout,
@@ -290,7 +293,12 @@ var errPortInUse = errors.New("sandbox: port in use")
 // launch writes the option file and starts the server process. It returns
 // once the process runs; waitReady does the rest.
 func (s *Server) launch(bin binaryInfo, port int, opts Options) error {
-	l := layout{dataDir: s.DataDir, tmpDir: s.tmpDir, port: port}
+	l := layout{dataDir: s.DataDir, tmpDir: s.tmpDir, port: port, host: opts.Host}
+	if opts.NetNS != "" {
+		// Every address of its namespace: the namespace has only the
+		// links that lead to it.
+		l.host = "0.0.0.0"
+	}
 	if err := writeOptionFile(l.optionFile(), mergeOptions(defaultServerOptions(bin, l), opts.ServerOptions)); err != nil {
 		return err
 	}
@@ -308,6 +316,10 @@ func (s *Server) launch(bin binaryInfo, port int, opts Options) error {
 
 	// Not CommandContext: the server must outlive ctx once started.
 	cmd := exec.Command(bin.path, "--defaults-file="+l.optionFile())
+	if opts.NetNS != "" {
+		// nsenter execs the server: the process keeps its pid.
+		cmd = exec.Command("nsenter", "--net="+filepath.Join("/run/netns", opts.NetNS), "--", bin.path, "--defaults-file="+l.optionFile())
+	}
 	cmd.Dir = s.DataDir
 	cmd.Stdout = out
 	cmd.Stderr = out
@@ -317,7 +329,7 @@ func (s *Server) launch(bin binaryInfo, port int, opts Options) error {
 		return fmt.Errorf("sandbox: start %s: %w", bin.path, err)
 	}
 	s.Port = port
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.Addr = net.JoinHostPort(opts.Host, strconv.Itoa(port))
 	s.PID = cmd.Process.Pid
 	s.proc = cmd.Process
 	s.startedAt = time.Now()

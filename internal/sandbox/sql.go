@@ -298,14 +298,15 @@ func (s *Server) waitReady(ctx context.Context, fresh bool) error {
 	return nil
 }
 
-// bootstrap gives root a TCP account on 127.0.0.1 and sets RootPassword.
+// bootstrap gives root a TCP account on RootHost (127.0.0.1 by default)
+// and sets RootPassword.
 func (s *Server) bootstrap(ctx context.Context, db *sql.DB) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("sandbox: bootstrap: %w", err)
 	}
 	defer conn.Close()
-	tcpRoot := "'root'@'127.0.0.1'"
+	tcpRoot := "'root'@" + quoteString(s.rootHost)
 	stmts := []string{
 		"CREATE USER IF NOT EXISTS " + tcpRoot,
 		"GRANT ALL PRIVILEGES ON *.* TO " + tcpRoot + " WITH GRANT OPTION",

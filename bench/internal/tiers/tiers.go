@@ -64,6 +64,9 @@ type Tiers struct {
 	// ProxyHost the proxy namespace's from the driver (link B), and
 	// ServerFromProxy the server's from the proxy namespace (link C).
 	ServerHost, ProxyHost, ServerFromProxy string
+	// DriverHost is the driver's address on link A: where the server sees
+	// the driver's connections come from.
+	DriverHost string
 
 	links    []string // root-side veth ends
 	delayer  *exec.Cmd
@@ -71,6 +74,14 @@ type Tiers struct {
 	delayErr error
 	closed   sync.Once
 	closeErr error
+}
+
+// DelayerPID is the NFQUEUE delayer process's pid (0 with netem).
+func (t *Tiers) DelayerPID() int {
+	if t.delayer == nil || t.delayer.Process == nil {
+		return 0
+	}
+	return t.delayer.Process.Pid
 }
 
 // Available reports why tiers cannot be built here (nil when they can).
@@ -129,6 +140,7 @@ func Setup(ctx context.Context, cfg Config) (_ *Tiers, err error) {
 		ServerHost:      fmt.Sprintf("198.18.%d.2", base),
 		ProxyHost:       fmt.Sprintf("198.18.%d.2", base+1),
 		ServerFromProxy: fmt.Sprintf("198.18.%d.2", base+2),
+		DriverHost:      fmt.Sprintf("198.18.%d.1", base),
 	}
 	defer func() {
 		if err != nil {
@@ -141,7 +153,7 @@ func Setup(ctx context.Context, cfg Config) (_ *Tiers, err error) {
 		{"netns", "add", t.ProxyNS},
 		// A: driver <-> server.
 		{"link", "add", a, "type", "veth", "peer", "name", "eth-d", "netns", t.ServerNS},
-		{"addr", "add", fmt.Sprintf("198.18.%d.1/24", base), "dev", a},
+		{"addr", "add", t.DriverHost + "/24", "dev", a},
 		{"link", "set", a, "up"},
 		{"-n", t.ServerNS, "addr", "add", t.ServerHost + "/24", "dev", "eth-d"},
 		// B: driver <-> proxy.

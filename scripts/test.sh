@@ -16,6 +16,9 @@ SEMANTICS_BUDGET="${SEMANTICS_BUDGET:-12m}" go test -race -count=1 -timeout 20m 
 # Three tpbench shards merged against one process: their TPS compares only
 # on a machine nothing else loads, so after the rest, alone, without -race.
 TPBENCH_QUIET_MACHINE=1 go test -count=1 -timeout 5m -run '^TestShardedRampMatchesSingle$' ./bench/
+# The delayed network tiers (root; namespaces, NFQUEUE or netem) and the
+# demo over them time round trips: alone too, one package at a time.
+TPBENCH_QUIET_MACHINE=1 go test -p 1 -count=1 -timeout 6m -run '^(TestTiersDelayEveryLink|TestDemoOverTiers)$' ./bench/internal/tiers/ ./cmd/tpbench/
 # Under -race the sockets' direct reads and writes go through package
 # syscall (internal/netx/direct_race.go): the raw system calls that
 # production builds make are tested here, and by the e2e packages that

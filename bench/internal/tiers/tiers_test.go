@@ -89,8 +89,13 @@ func listenIn(t *testing.T, ns, addr string) string {
 // from the driver, and to the server from the proxy namespace each takes
 // at least 0.4 ms and, at the median, not much more; a data ping-pong
 // likewise; after Close the namespaces and links are gone.
+//
+// The median is bounded only with TPBENCH_QUIET_MACHINE=1 (scripts/test.sh
+// runs it so after the rest): beside other tests, round trips wait for a
+// CPU; the minimum, the delay itself, is checked always.
 func TestTiersDelayEveryLink(t *testing.T) {
 	skipUnlessAvailable(t)
+	quiet := os.Getenv("TPBENCH_QUIET_MACHINE") == "1"
 	const delay = 200 * time.Microsecond
 	tr, err := Setup(t.Context(), Config{Delay: delay})
 	if err != nil {
@@ -109,7 +114,7 @@ func TestTiersDelayEveryLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s connect RTT: %s", c.name, rtt)
-		if rtt.Min < 2*delay || rtt.P50 > 2*delay+300*time.Microsecond {
+		if rtt.Min < 2*delay || quiet && rtt.P50 > 2*delay+300*time.Microsecond {
 			t.Errorf("%s: RTT %s, want min >= %s and p50 within 0.3 ms of it", c.name, rtt, 2*delay)
 		}
 	}
@@ -133,7 +138,7 @@ func TestTiersDelayEveryLink(t *testing.T) {
 	}
 	rtt := summarize(s)
 	t.Logf("driver<->server ping-pong: %s", rtt)
-	if rtt.Min < 2*delay || rtt.P50 > 2*delay+300*time.Microsecond {
+	if rtt.Min < 2*delay || quiet && rtt.P50 > 2*delay+300*time.Microsecond {
 		t.Errorf("ping-pong RTT %s, want min >= %s and p50 within 0.3 ms of it", rtt, 2*delay)
 	}
 	if err := tr.Close(); err != nil {

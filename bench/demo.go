@@ -504,6 +504,11 @@ func demoNetwork(ctx context.Context, cfg DemoConfig, delay time.Duration, rep *
 		notes = append(notes, fmt.Sprintf("Network %s: the servers run in network namespace %s, tpproxy and haproxy in %s, the load here; every link delays each direction by %s (%s). "+
 			"Measured TCP connect round trips (%d each): %s.", info.Label, net.ServerNS, net.ProxyNS, net.Delay, net.Mechanism, info.RTT[0].Samples, strings.Join(parts, "; ")))
 		fmt.Fprintln(out, notes[0])
+		for _, r := range info.RTT {
+			if r.MinUs < 2*info.DelayUs {
+				return nil, nil, fmt.Errorf("bench: the %s network does not delay: a %s round trip took %.0f µs, less than twice %.0f µs", info.Label, r.Link, r.MinUs, info.DelayUs)
+			}
+		}
 		rep.Networks = append(rep.Networks, *info)
 		info = &rep.Networks[len(rep.Networks)-1]
 	}
@@ -569,6 +574,12 @@ func demoNetwork(ctx context.Context, cfg DemoConfig, delay time.Duration, rep *
 			break
 		}
 		i = j
+	}
+	if net != nil && rampErr == nil {
+		// Figures over a network whose delay stopped would be loopback's.
+		if err := net.Alive(); err != nil {
+			rampErr = fmt.Errorf("bench: the %s network stopped delaying during the runs: %w", tiers.Label(delay), err)
+		}
 	}
 	if net != nil && delayer.PID != 0 {
 		if end, err := sysstat.ReadProc(net.DelayerPID()); err == nil {

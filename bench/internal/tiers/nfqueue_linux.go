@@ -40,13 +40,21 @@ func (t *Tiers) startDelayer(ctx context.Context) error {
 		return fmt.Errorf("tiers: delayer: %w", err)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("tiers: start the delayer: %w", err)
-	}
-	t.delayer = cmd
 	t.delayed = make(chan struct{})
-	ready := make(chan error, 1)
+	started, ready := make(chan error, 1), make(chan error, 1)
+	// The parent-death signal follows the thread that forked, not the
+	// process, and Go ends threads (one whose goroutine exits locked, as
+	// ProbeRTT's does): the goroutine that starts the delayer keeps its
+	// thread until the delayer is reaped.
 	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			close(t.delayed)
+			return
+		}
+		started <- nil
 		line, err := bufio.NewReader(out).ReadString('\n')
 		if err == nil && strings.TrimSpace(line) != "ready" {
 			err = fmt.Errorf("said %q", line)
@@ -55,10 +63,14 @@ func (t *Tiers) startDelayer(ctx context.Context) error {
 		t.delayErr = cmd.Wait()
 		close(t.delayed)
 	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("tiers: start the delayer: %w", err)
+	}
+	t.delayer = cmd
 	select {
 	case err := <-ready:
 		if err != nil {
-			return fmt.Errorf("tiers: the delayer (pid %d) did not start: %w", cmd.Process.Pid, err)
+			return fmt.Errorf("tiers: the delayer did not start: %w", err)
 		}
 		return nil
 	case <-ctx.Done():

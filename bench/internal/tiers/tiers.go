@@ -72,8 +72,9 @@ type Tiers struct {
 	delayer  *exec.Cmd
 	delayed  chan struct{}
 	delayErr error
-	closed   sync.Once
-	closeErr error
+	closed     sync.Once
+	closedDone bool
+	closeErr   error
 }
 
 // DelayerPID is the NFQUEUE delayer process's pid (0 with netem).
@@ -82,6 +83,23 @@ func (t *Tiers) DelayerPID() int {
 		return 0
 	}
 	return t.delayer.Process.Pid
+}
+
+// Alive reports whether the delay still works: an error once the delayer
+// has exited (packets then pass undelayed) or the tiers are closed.
+func (t *Tiers) Alive() error {
+	if t.delayed == nil {
+		if t.closedDone {
+			return errors.New("tiers: closed")
+		}
+		return nil // netem: the kernel's
+	}
+	select {
+	case <-t.delayed:
+		return fmt.Errorf("tiers: the delayer (pid %d) exited: %v", t.DelayerPID(), t.delayErr)
+	default:
+		return nil
+	}
 }
 
 // Available reports why tiers cannot be built here (nil when they can).
@@ -276,6 +294,7 @@ func (t *Tiers) startNFQueue(ctx context.Context) error {
 // still running in the namespaces should be stopped first.
 func (t *Tiers) Close() error {
 	t.closed.Do(func() {
+		t.closedDone = true
 		if t.delayer != nil && t.delayer.Process != nil {
 			_ = t.delayer.Process.Kill()
 			<-t.delayed

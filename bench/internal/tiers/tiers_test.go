@@ -141,8 +141,16 @@ func TestTiersDelayEveryLink(t *testing.T) {
 	if rtt.Min < 2*delay || quiet && rtt.P50 > 2*delay+300*time.Microsecond {
 		t.Errorf("ping-pong RTT %s, want min >= %s and p50 within 0.3 ms of it", rtt, 2*delay)
 	}
+	// The delayer outlives the threads that end locked (ProbeRTT's and
+	// listenIn's): its parent-death signal once killed it with them.
+	if err := tr.Alive(); err != nil {
+		t.Fatal(err)
+	}
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if tr.Alive() == nil {
+		t.Error("Alive after Close")
 	}
 	for _, ns := range []string{tr.ServerNS, tr.ProxyNS} {
 		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {

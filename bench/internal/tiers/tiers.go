@@ -68,10 +68,10 @@ type Tiers struct {
 	// the driver's connections come from.
 	DriverHost string
 
-	links    []string // root-side veth ends
-	delayer  *exec.Cmd
-	delayed  chan struct{}
-	delayErr error
+	links      []string // root-side veth ends
+	delayer    *exec.Cmd
+	delayed    chan struct{}
+	delayErr   error
 	closed     sync.Once
 	closedDone bool
 	closeErr   error

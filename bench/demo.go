@@ -17,7 +17,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
 	"github.com/tpproxy/tpproxy/bench/internal/tiers"
 	"github.com/tpproxy/tpproxy/internal/sandbox"
 )
@@ -491,26 +490,13 @@ func demoNetwork(ctx context.Context, cfg DemoConfig, delay time.Duration, rep *
 		rep.Title = "tpbench demo: " + strings.Join(names, " vs ")
 	}
 	var notes []string
-	var info *NetworkInfo
+	var nr *netRun
 	if net != nil {
-		info, err = probeNetwork(ctx, net, direct.Addr, peers)
-		if err != nil {
+		if nr, err = startNetRun(ctx, net, direct.Addr, peers); err != nil {
 			return nil, nil, err
 		}
-		var parts []string
-		for _, r := range info.RTT {
-			parts = append(parts, fmt.Sprintf("%s min %.0f / p50 %.0f / p99 %.0f µs", r.Link, r.MinUs, r.P50Us, r.P99Us))
-		}
-		notes = append(notes, fmt.Sprintf("Network %s: the servers run in network namespace %s, tpproxy and haproxy in %s, the load here; every link delays each direction by %s (%s). "+
-			"Measured TCP connect round trips (%d each): %s.", info.Label, net.ServerNS, net.ProxyNS, net.Delay, net.Mechanism, info.RTT[0].Samples, strings.Join(parts, "; ")))
-		fmt.Fprintln(out, notes[0])
-		for _, r := range info.RTT {
-			if r.MinUs < 2*info.DelayUs {
-				return nil, nil, fmt.Errorf("bench: the %s network does not delay: a %s round trip took %.0f µs, less than twice %.0f µs", info.Label, r.Link, r.MinUs, info.DelayUs)
-			}
-		}
-		rep.Networks = append(rep.Networks, *info)
-		info = &rep.Networks[len(rep.Networks)-1]
+		notes = append(notes, nr.note)
+		fmt.Fprintln(out, nr.note)
 	}
 
 	// 3. The tables, on both servers.
@@ -533,9 +519,8 @@ func demoNetwork(ctx context.Context, cfg DemoConfig, delay time.Duration, rep *
 	// 4. The steps on every target in turn: one ramp per run of steps
 	// with the same workload.
 	schema := Schema{Tables: cfg.Tables, TableSize: cfg.TableSize, Dist: DistSpecial}
-	var delayer sysstat.ProcSample
-	if net != nil && net.DelayerPID() != 0 {
-		delayer, _ = sysstat.ReadProc(net.DelayerPID())
+	if nr != nil {
+		nr.begin()
 	}
 	monitor := peers.monitor()
 	if srv != nil {
@@ -575,20 +560,15 @@ func demoNetwork(ctx context.Context, cfg DemoConfig, delay time.Duration, rep *
 		}
 		i = j
 	}
-	if net != nil && rampErr == nil {
-		// Figures over a network whose delay stopped would be loopback's.
-		if err := net.Alive(); err != nil {
-			rampErr = fmt.Errorf("bench: the %s network stopped delaying during the runs: %w", tiers.Label(delay), err)
+	if nr != nil {
+		note, err := nr.end()
+		if rampErr == nil {
+			rampErr = err
 		}
-	}
-	if net != nil && delayer.PID != 0 {
-		if end, err := sysstat.ReadProc(net.DelayerPID()); err == nil {
-			u := sysstat.ProcDelta(delayer, end)
-			info.DelayerCPUSec = u.CPUPct / 100 * u.Seconds
-			notes = append(notes, fmt.Sprintf("Network %s: the NFQUEUE delayer process used %.1f s of CPU over these runs (%.0f%% of one CPU on average), beside the load, the relays and the servers; "+
-				"that includes the kernel's delivery of the packets it lets go (TCP receive, waking the reader), which without it runs in the sender's context.",
-				tiers.Label(delay), info.DelayerCPUSec, u.CPUPct))
+		if note != "" {
+			notes = append(notes, note)
 		}
+		rep.Networks = append(rep.Networks, nr.info)
 	}
 
 	// tpproxy's totals come from its admin port and /metrics while it
@@ -603,26 +583,4 @@ func demoNetwork(ctx context.Context, cfg DemoConfig, delay time.Duration, rep *
 		notes = append(demoNotes(rep, cfg, peers), notes...)
 	}
 	return st, notes, rampErr
-}
-
-// probeNetwork measures the round trips of a network's links: TCP
-// connects to the server and to tpproxy from the driver, and to the
-// server from the relays' namespace.
-func probeNetwork(ctx context.Context, net *tiers.Tiers, serverAddr string, peers *peerSet) (*NetworkInfo, error) {
-	_, port, _ := strings.Cut(serverAddr, ":")
-	probes := []struct{ name, ns, addr string }{
-		{"driver-server", "", serverAddr},
-		{"driver-tpproxy", "", peers.proxy.Addr},
-		{"tpproxy-server", net.ProxyNS, net.ServerFromProxy + ":" + port},
-	}
-	info := &NetworkInfo{Label: tiers.Label(net.Delay), DelayUs: float64(net.Delay) / float64(time.Microsecond), Mechanism: net.Mechanism}
-	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	for _, p := range probes {
-		rtt, err := tiers.ProbeRTT(ctx, p.ns, p.addr, 100)
-		if err != nil {
-			return nil, err
-		}
-		info.RTT = append(info.RTT, LinkRTT{Link: p.name, Samples: rtt.N, MinUs: us(rtt.Min), P50Us: us(rtt.P50), P99Us: us(rtt.P99)})
-	}
-	return info, nil
 }

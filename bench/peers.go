@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tpproxy/tpproxy/bench/internal/tiers"
 	"github.com/tpproxy/tpproxy/internal/sandbox"
 )
 
@@ -70,6 +71,10 @@ type PeersConfig struct {
 	Duration, Warmup time.Duration
 	// PSMode is sysbench's --db-ps-mode. Default disable (text queries).
 	PSMode string
+	// Network, when positive, is a one-way delay on every link between
+	// sysbench, the relays and the servers, which then run in network
+	// namespaces of their own (package tiers; root only). Zero: loopback.
+	Network time.Duration
 	// Out receives progress and the table. Default io.Discard.
 	Out io.Writer
 	// Interactive redraws a live line from sysbench's interval reports
@@ -148,6 +153,14 @@ func (c *PeersConfig) defaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Network < 0 {
+		return fmt.Errorf("%w: network delay %s", ErrBadRamp, c.Network)
+	}
+	if c.Network > 0 {
+		if err := tiers.Available(); err != nil {
+			return fmt.Errorf("bench: peers: the %s network: %w", tiers.Label(c.Network), err)
+		}
+	}
 	if _, err := (SysbenchRun{Binary: c.Sysbench}).binary(); err != nil {
 		return err
 	}
@@ -178,6 +191,8 @@ type PeersReport struct {
 	// target and executable, when there was one.
 	BaselineName   string `json:"baseline_name,omitempty"`
 	BaselineBinary string `json:"baseline_binary,omitempty"`
+	// Network is the delayed network the runs were over (nil: loopback).
+	Network *NetworkInfo `json:"network,omitempty"`
 	// Runs are every sysbench run in the order they ran.
 	Runs  []PeerRun `json:"runs"`
 	Notes []string  `json:"notes,omitempty"`
@@ -235,7 +250,24 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 		},
 	}
 
-	srv, direct, _, err := startSandbox(ctx, startOptions(cfg.Logger), DemoUser, DemoPassword, DemoDatabase)
+	var net *tiers.Tiers
+	opts := startOptions(cfg.Logger)
+	if cfg.Network > 0 {
+		if net, err = tiers.Setup(ctx, tiers.Config{Delay: cfg.Network}); err != nil {
+			return nil, err
+		}
+		// Last: after the relays and the servers have stopped.
+		defer func() {
+			if cerr := net.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}()
+		opts.NetNS, opts.Host, opts.RootHost = net.ServerNS, net.ServerHost, net.DriverHost
+		rep.Title = "tpbench peers over " + tiers.Label(cfg.Network) + " tiers"
+		fmt.Fprintf(out, "network %s: server at %s, relays at %s (server at %s from there), %s each way by %s\n",
+			tiers.Label(cfg.Network), net.ServerHost, net.ProxyHost, net.ServerFromProxy, cfg.Network, net.Mechanism)
+	}
+	srv, direct, _, err := startSandbox(ctx, opts, DemoUser, DemoPassword, DemoDatabase)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +282,7 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 	fmt.Fprintf(out, "sandbox server %s at %s (direct)\n", srv.Version, srv.Addr)
 	peers, err := startPeerSet(ctx, peerSetConfig{Direct: direct, Dir: cfg.OutDir, Proxy: cfg.Proxy,
 		HAProxy: cfg.HAProxy, PoolThreads: cfg.PoolThreads, Baseline: cfg.Baseline, BaselineName: cfg.BaselineName,
-		Out: out, Logger: cfg.Logger})
+		Tiers: net, Out: out, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +294,14 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 	for _, t := range peers.targets {
 		rep.Targets = append(rep.Targets, t.Name)
 	}
-	rep.Title = "tpbench peers: " + strings.Join(rep.Targets, ", ")
+	rep.Title += ": " + strings.Join(rep.Targets, ", ")
+	var nr *netRun
+	if net != nil {
+		if nr, err = startNetRun(ctx, net, direct.Addr, peers); err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(out, nr.note)
+	}
 	if peers.pool != nil {
 		rep.PoolThreads = cfg.PoolThreads
 	}
@@ -296,6 +335,9 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 	}
 
 	total := len(cfg.Steps) * cfg.Rounds * len(peers.targets)
+	if nr != nil {
+		nr.begin()
+	}
 	n := 0
 	var interrupted error
 runs:
@@ -335,6 +377,17 @@ runs:
 	}
 	rep.Finished = time.Now()
 	rep.Notes = peersNotes(rep, peers)
+	if nr != nil {
+		note, nerr := nr.end()
+		if nerr != nil && interrupted == nil {
+			return nil, nerr
+		}
+		rep.Network = &nr.info
+		rep.Notes = append(rep.Notes, nr.note)
+		if note != "" {
+			rep.Notes = append(rep.Notes, note)
+		}
+	}
 	if interrupted != nil {
 		rep.Notes = append(rep.Notes, "Interrupted: the run stopped before its last step.")
 	}
@@ -514,6 +567,14 @@ func (r *PeersReport) WriteMarkdown(w io.Writer) error {
 	}
 	if r.PoolThreads > 0 {
 		fmt.Fprintf(&b, "- mariadb-pool: thread_handling=pool-of-threads, thread_pool_size=%d\n", r.PoolThreads)
+	}
+	if n := r.Network; n != nil {
+		var rtt []string
+		for _, l := range n.RTT {
+			rtt = append(rtt, fmt.Sprintf("%s p50 %.0f µs", l.Link, l.P50Us))
+		}
+		fmt.Fprintf(&b, "- network: %s each way on every link (%s; the servers and the relays in network namespaces of their own, sysbench here); measured round trips %s\n",
+			n.Label, n.Mechanism, strings.Join(rtt, ", "))
 	}
 	b.WriteString("\n")
 

@@ -19,6 +19,7 @@ func newPeersCmd(a *app) *cobra.Command {
 		tables, tableSize         int
 		rounds, poolThreads       int
 		duration, warmup          time.Duration
+		network                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "peers",
@@ -38,7 +39,11 @@ peers.json (plus tpproxy.yaml, tpproxy.log, haproxy.cfg, haproxy.log) to --out.
 tpproxy is found next to this executable unless --tpproxy-bin; --proxy-set
 KEY=VALUE (repeatable), --proxy-config FILE (or $TPBENCH_PROXY_CONFIG) and
 $TPPROXY_GOMAXPROCS tune it. scripts/bench-peers.sh builds both binaries and
-runs this.`,
+runs this.
+
+--network 0.2ms runs it over delayed tiers instead of loopback: the servers in
+one network namespace, the relays in another, sysbench here, every link
+delayed 0.2 ms each way (root only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			proxy, err := pf.options()
@@ -67,6 +72,14 @@ runs this.`,
 					return err
 				}
 			}
+			nets, err := bench.ParseNetworks(network)
+			if err != nil {
+				return err
+			}
+			if len(nets) != 1 {
+				return fmt.Errorf("peers: --network %q: one network per run (tpbench demo runs several side by side)", network)
+			}
+			cfg.Network = nets[0]
 			raiseOpenFiles(a)
 			if _, err := bench.Peers(cmd.Context(), cfg); err != nil {
 				return fmt.Errorf("peers: %w", err)
@@ -88,6 +101,7 @@ runs this.`,
 	fl.StringVar(&haproxy, "haproxy", bench.HAProxyAuto, "haproxy target: auto (when installed), on or off")
 	fl.StringVar(&baselineBin, "baseline-bin", "", "another tpproxy build to run as a target of its own with the same settings (the before of a before/after)")
 	fl.StringVar(&baselineName, "baseline-name", "tpproxy-before", "the --baseline-bin target's name")
+	fl.StringVar(&network, "network", "loopback", "loopback, or a one-way delay such as 0.2ms on every link between sysbench, the relays and the servers (network namespaces of their own; root only)")
 	pf.register(cmd)
 	return cmd
 }

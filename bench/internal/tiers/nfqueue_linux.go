@@ -43,8 +43,8 @@ func (t *Tiers) startDelayer(ctx context.Context) error {
 	t.delayed = make(chan struct{})
 	started, ready := make(chan error, 1), make(chan error, 1)
 	// The parent-death signal follows the thread that forked, not the
-	// process, and Go ends threads (one whose goroutine exits locked, as
-	// ProbeRTT's does): the goroutine that starts the delayer keeps its
+	// process, and Go ends a thread whose goroutine exits locked (as
+	// ProbeRTT's once did): the goroutine that starts the delayer keeps its
 	// thread until the delayer is reaped.
 	go func() {
 		runtime.LockOSThread()

@@ -25,18 +25,12 @@ func ProbeRTT(ctx context.Context, ns, addr string, n int) (RTT, error) {
 	done := make(chan result, 1)
 	go func() {
 		if ns != "" {
-			// The thread moves into ns and is never given back to Go's
-			// pool: the goroutine ends locked, so the thread ends too.
-			runtime.LockOSThread()
-			f, err := os.Open(filepath.Join("/run/netns", ns))
-			if err == nil {
-				err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
-				f.Close()
-			}
+			restore, err := enterNS(ns)
 			if err != nil {
 				done <- result{err: fmt.Errorf("tiers: probe from %s: %w", ns, err)}
 				return
 			}
+			defer restore()
 		}
 		samples := make([]time.Duration, 0, n)
 		for range n {
@@ -79,4 +73,36 @@ func connectRaw(addr string) (int, error) {
 		return -1, err
 	}
 	return fd, nil
+}
+
+// enterNS moves the calling goroutine's thread into namespace ns, locked
+// to it; restore moves it back and unlocks it. A thread that cannot be
+// moved back is not given back to Go's pool: the goroutine ends locked
+// and the thread with it. Ending threads is to be avoided: a child
+// started with a parent-death signal (the sandbox's servers, the relays)
+// gets it when the thread that forked it ends.
+func enterNS(ns string) (restore func(), err error) {
+	runtime.LockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join("/run/netns", ns))
+	if err == nil {
+		err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
+		f.Close()
+	}
+	if err != nil {
+		orig.Close()
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	return func() {
+		err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET)
+		orig.Close()
+		if err == nil {
+			runtime.UnlockOSThread()
+		}
+	}, nil
 }

@@ -4,11 +4,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -34,16 +31,12 @@ func listenIn(t *testing.T, ns, addr string) string {
 	t.Helper()
 	got := make(chan any, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread leaves with the goroutine
-		f, err := os.Open(filepath.Join("/run/netns", ns))
-		if err == nil {
-			err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
-			f.Close()
-		}
+		restore, err := enterNS(ns)
 		if err != nil {
 			got <- err
 			return
 		}
+		defer restore()
 		l, err := net.Listen("tcp4", addr)
 		if err != nil {
 			got <- err
@@ -141,8 +134,8 @@ func TestTiersDelayEveryLink(t *testing.T) {
 	if rtt.Min < 2*delay || quiet && rtt.P50 > 2*delay+300*time.Microsecond {
 		t.Errorf("ping-pong RTT %s, want min >= %s and p50 within 0.3 ms of it", rtt, 2*delay)
 	}
-	// The delayer outlives the threads that end locked (ProbeRTT's and
-	// listenIn's): its parent-death signal once killed it with them.
+	// The delayer is still there: its parent-death signal follows the
+	// thread that forked it, and once a probe's thread ended with it.
 	if err := tr.Alive(); err != nil {
 		t.Fatal(err)
 	}

@@ -306,12 +306,7 @@ func (t *Tiers) Close() error {
 			}
 		}
 		for _, l := range t.links {
-			// Deleting a namespace takes its veth ends along, and the
-			// peers in this namespace with them; one that is left (a
-			// process held the namespace) goes here.
-			if _, err := net.InterfaceByName(l); err == nil {
-				errs = append(errs, run(context.Background(), "ip", "link", "del", l))
-			}
+			errs = append(errs, removeLink(l))
 		}
 		t.closeErr = errors.Join(errs...)
 	})
@@ -359,12 +354,27 @@ func removeStale() {
 	sort.Ints(stale)
 	for _, pid := range stale {
 		for _, suffix := range []string{"a", "b"} {
-			name := fmt.Sprintf("%s%d%s", namePrefix, pid, suffix)
-			if _, err := net.InterfaceByName(name); err == nil {
-				_ = run(context.Background(), "ip", "link", "del", name)
-			}
+			_ = removeLink(fmt.Sprintf("%s%d%s", namePrefix, pid, suffix))
 		}
 	}
+}
+
+// removeLink deletes a veth end in this namespace unless it goes by
+// itself: deleting a namespace takes its veth ends along and their peers
+// here with them, but the kernel does that asynchronously. One still
+// there after a second (a process held the namespace) is deleted; one
+// that vanishes meanwhile is no error.
+func removeLink(name string) error {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := net.InterfaceByName(name); err != nil {
+			return nil
+		}
+	}
+	err := run(context.Background(), "ip", "link", "del", name)
+	if _, lerr := net.InterfaceByName(name); lerr != nil {
+		return nil // gone, by us or by the kernel
+	}
+	return err
 }
 
 func processAlive(pid int) bool {

@@ -35,13 +35,14 @@ func needNetns(t *testing.T) {
 	t.Skipf("no delayed network: %s", why)
 }
 
-// TestDemoOverTiers runs the demo over loopback and over 0.2 ms tiers
-// (the server and tpproxy in network namespaces of their own, every link
-// delayed 0.2 ms each way), 10 s per run, into one report: the links'
-// measured round trips are at least 0.4 ms and not far above it; over the
-// tiers a point select takes at least one round trip directly and two
-// through tpproxy, and longer than over loopback; the server's and
-// tpproxy's CPU are still read; the namespaces are gone at the end.
+// TestDemoOverTiers runs the demo over 0.2 ms tiers (the server and
+// tpproxy in network namespaces of their own, every link delayed 0.2 ms
+// each way), 10 s per run: the links' measured round trips are at least
+// 0.4 ms and not far above it; a point select takes at least one round
+// trip directly and two through tpproxy; the server's and tpproxy's CPU
+// are still read; the namespaces are gone at the end. (Loopback and the
+// tiers side by side in one report is the same code run once per network;
+// TestDemo covers loopback.)
 //
 // It times round trips: scripts/test.sh runs it alone after the rest
 // (TPBENCH_QUIET_MACHINE=1), and under CI=true it is skipped beside the
@@ -56,7 +57,7 @@ func TestDemoOverTiers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "out")
-	out, err := tpbench(ctx, "--log-level", "warn", "demo", "--network", "loopback,0.2ms", "--steps", "oltp_point_select/8",
+	out, err := tpbench(ctx, "--log-level", "warn", "demo", "--network", "0.2ms", "--steps", "oltp_point_select/8",
 		"--duration", "10s", "--warmup", "1s", "--haproxy", "off", "--pool-of-threads-size", "0", "--tpproxy-bin", bin, "--out", dir)
 	if err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "tpproxy.log"))
@@ -81,29 +82,26 @@ func TestDemoOverTiers(t *testing.T) {
 	for _, s := range rep.Steps {
 		runs[s.Target] = s
 	}
-	for _, name := range []string{"direct", "tpproxy", "direct@0.2ms", "tpproxy@0.2ms"} {
+	for _, name := range []string{"direct@0.2ms", "tpproxy@0.2ms"} {
 		s, ok := runs[name]
 		if !ok || s.TPS <= 0 || s.ErrorTotal != 0 || s.ServerCPUUsPerStmt <= 0 {
 			t.Errorf("%s: %+v", name, s)
 		}
 	}
-	if len(rep.Steps) != 4 || len(rep.Comparisons) != 2 {
-		t.Errorf("%d runs and %d comparisons, want 4 and 2", len(rep.Steps), len(rep.Comparisons))
+	if len(rep.Steps) != 2 || len(rep.Comparisons) != 1 {
+		t.Errorf("%d runs and %d comparisons, want 2 and 1", len(rep.Steps), len(rep.Comparisons))
 	}
 	// One point select is one round trip on each link it crosses.
 	direct, proxied := runs["direct@0.2ms"].Latency, runs["tpproxy@0.2ms"].Latency
 	if direct.P50 < 2*delayUs/1000 || proxied.P50 < 4*delayUs/1000 {
 		t.Errorf("over 0.2 ms tiers p50 %.3f ms direct, %.3f ms through tpproxy; want at least 0.4 and 0.8", direct.P50, proxied.P50)
 	}
-	if loop := runs["direct"].Latency.P50; loop >= direct.P50 {
-		t.Errorf("direct p50 %.3f ms over loopback, %.3f ms over the tiers", loop, direct.P50)
-	}
 	if s := runs["tpproxy@0.2ms"]; s.RelayCPUUsPerStmt <= 0 || s.Proxy == nil {
 		t.Errorf("tpproxy@0.2ms: relay CPU %g µs/stmt, admin figures %+v", s.RelayCPUUsPerStmt, s.Proxy)
 	}
 	for _, c := range rep.Comparisons {
-		if strings.HasSuffix(c.Proxy, "@0.2ms") != strings.HasSuffix(c.Direct, "@0.2ms") {
-			t.Errorf("comparison %s vs %s crosses networks", c.Proxy, c.Direct)
+		if c.Proxy != "tpproxy@0.2ms" || c.Direct != "direct@0.2ms" {
+			t.Errorf("comparison %s vs %s", c.Proxy, c.Direct)
 		}
 	}
 	if ns, err := exec.Command("ip", "netns", "list").Output(); err != nil || strings.Contains(string(ns), "tpb"+strconv.Itoa(os.Getpid())) {

@@ -303,7 +303,7 @@ func demoServer(ctx context.Context, cfg *DemoConfig, net *tiers.Tiers) (*sandbo
 	}
 	opts := sandbox.Options{Logger: cfg.Logger}
 	if net != nil {
-		opts.NetNS, opts.Host, opts.RootHost = net.ServerNS, net.ServerHost, net.DriverHost
+		opts = inServerNS(opts, net)
 		cfg.RootDSN = "" // each network's server has its own
 	}
 	if cfg.Keep {
@@ -416,8 +416,7 @@ func demoNetwork(ctx context.Context, cfg DemoConfig, delay time.Duration, rep *
 	var net *tiers.Tiers
 	if delay > 0 {
 		suffix = "@" + tiers.Label(delay)
-		net, err = tiers.Setup(ctx, tiers.Config{Delay: delay})
-		if err != nil {
+		if net, err = startNetwork(ctx, delay, out); err != nil {
 			return nil, nil, err
 		}
 		// Last: after every process in the namespaces has stopped.
@@ -426,8 +425,6 @@ func demoNetwork(ctx context.Context, cfg DemoConfig, delay time.Duration, rep *
 				err = errors.Join(err, cerr)
 			}
 		}()
-		fmt.Fprintf(out, "network %s: server at %s, relays at %s (server at %s from there), %s each way by %s\n",
-			tiers.Label(delay), net.ServerHost, net.ProxyHost, net.ServerFromProxy, delay, net.Mechanism)
 	} else if len(cfg.Networks) > 1 {
 		fmt.Fprintln(out, "network loopback:")
 	}

@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/tpproxy/tpproxy/bench/internal/sysstat"
 	"github.com/tpproxy/tpproxy/bench/internal/tiers"
+	"github.com/tpproxy/tpproxy/internal/sandbox"
 )
 
 // ParseNetworks reads --network: a comma-separated list of "loopback"
@@ -23,6 +25,28 @@ func ParseNetworks(s string) ([]time.Duration, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// NetworkAvailable says why a delayed network cannot be built here (nil
+// when it can): it needs root, ip netns and nsenter.
+func NetworkAvailable() error { return tiers.Available() }
+
+// startNetwork builds a delayed network's tiers and says where things are.
+func startNetwork(ctx context.Context, delay time.Duration, out io.Writer) (*tiers.Tiers, error) {
+	t, err := tiers.Setup(ctx, tiers.Config{Delay: delay})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "network %s: server at %s, relays at %s (server at %s from there), %s each way by %s\n",
+		tiers.Label(delay), t.ServerHost, t.ProxyHost, t.ServerFromProxy, delay, t.Mechanism)
+	return t, nil
+}
+
+// inServerNS places a sandbox server in the tiers' server namespace, on
+// its address there, with root's TCP account for the load's address.
+func inServerNS(o sandbox.Options, t *tiers.Tiers) sandbox.Options {
+	o.NetNS, o.Host, o.RootHost = t.ServerNS, t.ServerHost, t.DriverHost
+	return o
 }
 
 // MaybeRunDelayer turns this process into the NFQUEUE delayer of a

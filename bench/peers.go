@@ -253,7 +253,7 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 	var net *tiers.Tiers
 	opts := startOptions(cfg.Logger)
 	if cfg.Network > 0 {
-		if net, err = tiers.Setup(ctx, tiers.Config{Delay: cfg.Network}); err != nil {
+		if net, err = startNetwork(ctx, cfg.Network, out); err != nil {
 			return nil, err
 		}
 		// Last: after the relays and the servers have stopped.
@@ -262,10 +262,8 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 				err = errors.Join(err, cerr)
 			}
 		}()
-		opts.NetNS, opts.Host, opts.RootHost = net.ServerNS, net.ServerHost, net.DriverHost
+		opts = inServerNS(opts, net)
 		rep.Title = "tpbench peers over " + tiers.Label(cfg.Network) + " tiers"
-		fmt.Fprintf(out, "network %s: server at %s, relays at %s (server at %s from there), %s each way by %s\n",
-			tiers.Label(cfg.Network), net.ServerHost, net.ProxyHost, net.ServerFromProxy, cfg.Network, net.Mechanism)
 	}
 	srv, direct, _, err := startSandbox(ctx, opts, DemoUser, DemoPassword, DemoDatabase)
 	if err != nil {

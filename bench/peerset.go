@@ -137,8 +137,8 @@ func startPeerSet(ctx context.Context, cfg peerSetConfig) (_ *peerSet, err error
 	if cfg.PoolThreads > 0 {
 		opts := sandbox.Options{Logger: cfg.Logger, ServerOptions: []string{
 			"thread_handling=pool-of-threads", "thread_pool_size=" + strconv.Itoa(cfg.PoolThreads)}}
-		if t := cfg.Tiers; t != nil {
-			opts.NetNS, opts.Host, opts.RootHost = t.ServerNS, t.ServerHost, t.DriverHost
+		if cfg.Tiers != nil {
+			opts = inServerNS(opts, cfg.Tiers)
 		}
 		var root string
 		ps.pool, ps.poolDirect, root, err = startSandbox(ctx, opts, d.User, d.Passwd, d.DBName)

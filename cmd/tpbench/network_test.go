@@ -17,22 +17,14 @@ import (
 // CI=true, which runs as root.
 func needNetns(t *testing.T) {
 	t.Helper()
-	why := ""
-	switch {
-	case os.Geteuid() != 0:
-		why = "network namespaces need root"
-	default:
-		if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
-			why = "ip netns: " + err.Error() + ": " + strings.TrimSpace(string(out))
-		}
-	}
-	if why == "" {
+	err := bench.NetworkAvailable()
+	if err == nil {
 		return
 	}
 	if os.Getenv("CI") == "true" && os.Geteuid() == 0 {
-		t.Fatalf("CI=true as root, yet: %s", why)
+		t.Fatalf("CI=true as root, yet: %v", err)
 	}
-	t.Skipf("no delayed network: %s", why)
+	t.Skipf("no delayed network: %v", err)
 }
 
 // TestDemoOverTiers runs the demo over 0.2 ms tiers (the server and

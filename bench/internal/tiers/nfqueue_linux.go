@@ -297,9 +297,11 @@ func holdLoop(fd int, delay time.Duration) error {
 }
 
 // The loop's system calls are raw: the thread is the loop's alone (its
-// goroutine holds a P of its own), and telling the runtime of every
-// blocking call would have its monitor thread wake every 20 µs to hand
-// that P off, costing more CPU than the delaying.
+// goroutine holds a P of its own, see runDelayer's GOMAXPROCS), so the
+// runtime need not hear of each blocking call and hand that P off. It
+// saves little: 79% of one CPU instead of 83% for point selects over
+// 0.2 ms tiers; the rest is the kernel's (wake-ups, and the delivery of
+// each packet let go).
 
 func rawPpoll(fds []unix.PollFd, ts *unix.Timespec) syscall.Errno {
 	_, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), 0, 0, 0)

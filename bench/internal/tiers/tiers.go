@@ -25,7 +25,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,6 +165,7 @@ func Setup(ctx context.Context, cfg Config) (_ *Tiers, err error) {
 		}
 	}()
 	a, b := fmt.Sprintf("%s%da", namePrefix, pid), fmt.Sprintf("%s%db", namePrefix, pid)
+	t.links = []string{a, b} // Close skips those not made
 	steps := [][]string{
 		{"netns", "add", t.ServerNS},
 		{"netns", "add", t.ProxyNS},
@@ -192,15 +192,9 @@ func Setup(ctx context.Context, cfg Config) (_ *Tiers, err error) {
 		[]string{"-n", t.ServerNS, "link", "set", "eth-p", "up"},
 		[]string{"-n", t.ProxyNS, "link", "set", "eth-d", "up"},
 		[]string{"-n", t.ProxyNS, "link", "set", "eth-s", "up"})
-	for i, s := range steps {
+	for _, s := range steps {
 		if err := run(ctx, "ip", s...); err != nil {
 			return nil, err
-		}
-		if i == 2 {
-			t.links = append(t.links, a)
-		}
-		if i == 6 {
-			t.links = append(t.links, b)
 		}
 	}
 
@@ -351,7 +345,6 @@ func removeStale() {
 		_ = removeNS(name)
 		stale = append(stale, pid)
 	}
-	sort.Ints(stale)
 	for _, pid := range stale {
 		for _, suffix := range []string{"a", "b"} {
 			_ = removeLink(fmt.Sprintf("%s%d%s", namePrefix, pid, suffix))

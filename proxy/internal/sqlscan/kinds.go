@@ -226,6 +226,10 @@ const (
 	// approximates "the statement opens tables" (MariaDB keeps the previous
 	// statement's warnings across statements that open none).
 	FlagFrom
+	// FlagSessionVarSet: a stored program's body assigns a session system variable or
+	// sets the character set (see BodySetsSession). ScanMode never sets it: a client's
+	// own SET is read back from the server instead (SetAssignments).
+	FlagSessionVarSet
 )
 
 // StatefulMask holds the flags that mean the statement creates or reads session state
@@ -302,6 +306,8 @@ func flagName(f Flags) string {
 		return "NoRelease"
 	case FlagFrom:
 		return "From"
+	case FlagSessionVarSet:
+		return "SessionVarSet"
 	}
 	return ""
 }

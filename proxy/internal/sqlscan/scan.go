@@ -85,6 +85,9 @@ type Info struct {
 	// Inner is the class of the statement a first-statement SET STATEMENT ... FOR
 	// runs (Kind is KindSet); KindOther otherwise.
 	Inner Kind
+	// InnerAt is where that statement's text starts, just after the FOR (q[InnerAt:]
+	// is the statement, whitespace first); 0 without SET STATEMENT.
+	InnerAt int
 }
 
 // Scan classifies q, the COM_QUERY payload after the command byte. It never allocates
@@ -146,6 +149,9 @@ type scanner struct {
 	// onStmtVar, when set, receives the variables of the first statement's
 	// SET STATEMENT ... FOR (see StatementVars).
 	onStmtVar func(name []byte)
+	// onAssign, when set, receives every lasting assignment of every
+	// statement (see SetAssignments).
+	onAssign func(SetAssign)
 }
 
 // stmt is the state of the statement being scanned.
@@ -161,12 +167,15 @@ type stmt struct {
 	// KILL's target.
 	killID    uint64
 	killQuery bool
-	// SET: global is a SET assigning global (or persisted) variables; stmtVars is
-	// SET STATEMENT, whose list before FOR is scoped to the statement.
-	global, stmtVars bool
+	// SET: global is a SET assigning global (or persisted) variables, session one
+	// whose scope word is SESSION or LOCAL; stmtVars is SET STATEMENT, whose list
+	// before FOR is scoped to the statement.
+	global, session, stmtVars bool
 	// The SET target whose value is being read, reported when the value ends.
 	pend        bool // there is one to report
 	pendGlobal  bool // it is global or persisted
+	pendSession bool // its scope was written SESSION or LOCAL
+	pendSysVar  bool // it was written @@name
 	pendDefault bool // its value so far is exactly DEFAULT
 	// pendStart:pendEnd is the name to report; pendRaw is where the name starts as
 	// typed, for a component.name target.

@@ -59,3 +59,42 @@ func isSpecialSetWord(name []byte) bool {
 	}
 	return false
 }
+
+// SetAssign is one assignment of a SET statement that outlasts the statement: a session
+// system variable, or one of SET's special forms.
+type SetAssign struct {
+	// Name is the variable as SetTargets reports it (a sub-slice of the query); for a
+	// special form, its keyword as typed: NAMES, CHARACTER, CHARSET, PASSWORD,
+	// TRANSACTION, ROLE or DEFAULT (SET DEFAULT ROLE).
+	Name []byte
+	// Special: Name is the keyword of a special form.
+	Special bool
+	// Default: the variable is assigned exactly DEFAULT (or timestamp 0), see
+	// SetTargetsMode.
+	Default bool
+	// Session: the scope was written SESSION or LOCAL (SET SESSION x, @@local.x, SET
+	// SESSION TRANSACTION); false when no scope was written.
+	Session bool
+	// SysVar: the target was written @@name, so that it cannot be a stored program's
+	// local variable.
+	SysVar bool
+}
+
+// SetAssignments calls fn for every lasting assignment of every SET statement of q, lexed
+// per m: what SetTargetsMode reports, but for all statements of a multi-statement query,
+// and the special forms (SET NAMES, SET SESSION TRANSACTION, SET ROLE, ...) as well. Global
+// and persisted assignments, user variables and the scoped list of SET STATEMENT ... FOR are
+// not reported. It is meant for statements whose effect must be read back from the server,
+// so fn may allocate.
+func SetAssignments(q []byte, m Mode, fn func(SetAssign)) {
+	s := scanner{onAssign: fn}
+	s.lx.init(q, m)
+	for {
+		t := s.lx.next()
+		if t.kind == tokEOF {
+			break
+		}
+		s.token(t)
+	}
+	s.endStmt()
+}

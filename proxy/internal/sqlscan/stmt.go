@@ -136,6 +136,7 @@ func (s *scanner) set(t token) {
 			// SET SESSION x, SET GLOBAL x, ...: the scope holds for the rest
 			// of the list until another one is named.
 			st.global = t.kw != kwSession && t.kw != kwLocal
+			st.session = !st.global
 			return
 		}
 		s.target(t)
@@ -193,6 +194,9 @@ func (s *scanner) value(t token) {
 		case st.stmtVars && t.isWord(kwFor):
 			s.flushTarget()
 			s.flag(FlagSetStatement)
+			if s.nstmt == 0 && !st.inner {
+				s.info.InnerAt = t.end
+			}
 			s.st = stmt{inner: true}
 			return
 		}
@@ -223,15 +227,19 @@ func (s *scanner) target(t token) {
 	} else {
 		s.setVar(t)
 	}
-	if s.nstmt != 0 || st.stmtVars && s.onStmtVar == nil || !st.stmtVars && s.onSetVar == nil {
+	first := s.nstmt == 0 && (st.stmtVars && s.onStmtVar != nil || !st.stmtVars && s.onSetVar != nil)
+	if !first && (s.onAssign == nil || st.stmtVars) {
 		return
 	}
 	q := s.lx.q
-	global := st.global
+	global, session, sysVar := st.global, st.session, false
 	var n0, n1, raw int
 	switch t.kind {
 	case tokWord:
 		if !st.stmtVars && isSpecialSetWord(q[t.start:t.end]) {
+			if s.onAssign != nil && !global {
+				s.onAssign(SetAssign{Name: q[t.start:t.end:t.end], Special: true, Session: session})
+			}
 			return
 		}
 		n0, n1, raw = t.start, t.end, t.start
@@ -245,12 +253,13 @@ func (s *scanner) target(t token) {
 		// @@name or @@scope.name: the scope in the token wins.
 		v := s.lx.sysVarParts(t.start)
 		global = v.scope != kwNone && v.scope != kwSession && v.scope != kwLocal
+		session, sysVar = v.scope == kwSession || v.scope == kwLocal, true
 		n0, n1, raw = v.name0, v.name1, v.raw0
 		if v.parts > 2 || v.parts == 2 && v.scope == kwNone {
 			n0, n1 = v.raw0, v.end // @@component.name: as typed
 		}
 	}
-	st.pend, st.pendGlobal = true, global
+	st.pend, st.pendGlobal, st.pendSession, st.pendSysVar = true, global, session, sysVar
 	st.pendStart, st.pendEnd, st.pendRaw = n0, n1, raw
 }
 
@@ -265,11 +274,16 @@ func (s *scanner) flushTarget() {
 	switch {
 	case len(name) == 0:
 	case st.stmtVars:
-		if s.onStmtVar != nil {
+		if s.onStmtVar != nil && s.nstmt == 0 {
 			s.onStmtVar(name)
 		}
-	case !st.pendGlobal && s.onSetVar != nil:
-		s.onSetVar(name, st.pendDefault)
+	case !st.pendGlobal:
+		if s.onSetVar != nil && s.nstmt == 0 {
+			s.onSetVar(name, st.pendDefault)
+		}
+		if s.onAssign != nil {
+			s.onAssign(SetAssign{Name: name[:len(name):len(name)], Default: st.pendDefault, Session: st.pendSession, SysVar: st.pendSysVar})
+		}
 	}
 }
 

@@ -72,6 +72,9 @@ func (p *Pool) sameAccount(have, want *Account) bool {
 	return p.accountName(have) == p.accountName(want)
 }
 
+// AccountName is the server user name of account a (nil: the pool's own).
+func (p *Pool) AccountName(a *Account) string { return p.accountName(a) }
+
 func (p *Pool) accountName(a *Account) string {
 	if a == nil {
 		return p.cfg.User

@@ -107,6 +107,14 @@ type Conn struct {
 	// before the connection serves another session.
 	pendingReports bool
 
+	// The echo of the connection's last statement: its ROW_COUNT(), which
+	// the server keeps for the next statement to read. echoOwner is the
+	// session whose statement left it (0: tpproxy's own, or unknown); for
+	// tpproxy's own, echoKnown says echoRows is it.
+	echoOwner uint64
+	echoRows  int64
+	echoKnown bool
+
 	// stmts are the statements prepared on this connection.
 	stmts stmtList
 	live  liveness
@@ -129,21 +137,59 @@ func (c *Conn) LastInsertID() (uint64, bool) { return c.liid, c.liidKnown }
 func (c *Conn) SetLastInsertID(v uint64, known bool) { c.liid, c.liidKnown = v, known }
 
 // PrimeLastInsertID makes the server's LAST_INSERT_ID() on this connection
-// v, unless it is known to be v already. asSelect primes with a SELECT,
-// which leaves ROW_COUNT() at -1 (a DO leaves 0), for a session whose
-// previous statement returned rows.
-func (c *Conn) PrimeLastInsertID(ctx context.Context, v uint64, asSelect bool) error {
+// v, unless it is known to be v already. It leaves ROW_COUNT() at 0, or at
+// -1 when minusOne (for a session whose previous statement returned rows).
+// Neither moves the row number warnings raised outside row processing
+// name, which a SELECT would.
+func (c *Conn) PrimeLastInsertID(ctx context.Context, v uint64, minusOne bool) error {
 	if c.liidKnown && c.liid == v {
 		return nil
 	}
-	verb := "DO "
-	if asSelect {
-		verb = "SELECT "
+	sql := "DO LAST_INSERT_ID(" + strconv.FormatUint(v, 10) + ")"
+	both := minusOne && !c.state.MultiStatementsOff
+	if both {
+		sql += "; " + rowCountMinusOneSQL
 	}
-	if err := c.Query(ctx, verb+"LAST_INSERT_ID("+strconv.FormatUint(v, 10)+")", nil); err != nil {
+	if _, err := c.Exec(ctx, sql); err != nil {
 		return err
 	}
 	c.liid, c.liidKnown = v, true
+	if both {
+		c.echoRows = -1
+	} else if minusOne {
+		return c.PrimeEcho(ctx, 0, -1)
+	}
+	return nil
+}
+
+// rowCountMinusOneSQL leaves ROW_COUNT() at -1, as a statement returning
+// rows does, without a SELECT (which would move the row number warnings
+// raised outside row processing name) or opening a table (which would
+// clear the diagnostics).
+const rowCountMinusOneSQL = "SHOW WARNINGS LIMIT 0"
+
+// NoteEcho records that a statement of session owner just ran here: the
+// ROW_COUNT() it left for the next statement is that session's.
+func (c *Conn) NoteEcho(owner uint64) { c.echoOwner, c.echoKnown = owner, false }
+
+// PrimeEcho gives the connection the ROW_COUNT() (rows) a session's
+// previous statement left on its own connection, before a statement of
+// session owner that reads it (a CALL, whose procedure's first statement
+// may). Nothing is run when the connection holds the session's own. Only -1
+// and 0 can be given: a positive count takes a write.
+func (c *Conn) PrimeEcho(ctx context.Context, owner uint64, rows int64) error {
+	switch {
+	case owner != 0 && c.echoOwner == owner, rows > 0, c.echoKnown && c.echoRows == rows:
+		return nil
+	case rows < 0:
+		if err := c.Query(ctx, rowCountMinusOneSQL, nil); err != nil {
+			return err
+		}
+	default:
+		if _, err := c.Exec(ctx, "DO 0"); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -343,6 +389,32 @@ func (c *Conn) StartCommand() {
 	}
 	c.w.SetSeq(0)
 	c.r.SetSeq(0)
+}
+
+// refusalWait bounds how long RefusalAfterWrite waits for the server's ERR.
+const refusalWait = 200 * time.Millisecond
+
+// RefusalAfterWrite reads, after the write of a command failed, the ERR the
+// server may have sent before it closed the connection: it answers the
+// header of a packet over its max_allowed_packet with ER_NET_PACKET_TOO_LARGE
+// and closes while the rest is still on its way. nil when none came. The
+// connection is broken either way.
+func (c *Conn) RefusalAfterWrite() *mysqlwire.Error {
+	c.broken = true
+	if c.nc == nil {
+		return nil
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(refusalWait))
+	seq, err := c.r.NextSeq()
+	if err != nil {
+		return nil
+	}
+	c.r.SetSeq(seq)
+	raw, err := c.r.ReadRaw()
+	if err != nil || !mysqlwire.IsERR(raw[mysqlwire.HeaderSize:]) {
+		return nil
+	}
+	return mysqlwire.ParseERR(raw[mysqlwire.HeaderSize:])
 }
 
 // Flush sends buffered packets and lines the reader up with the writer's
@@ -612,20 +684,34 @@ func (c *Conn) readResult(onRow func(row []byte) error) (mysqlwire.OK, error) {
 // returns its final OK.
 func (c *Conn) Exec(ctx context.Context, sql string) (mysqlwire.OK, error) {
 	defer c.withDeadline(ctx)()
+	// A statement of tpproxy's own: the echo is no session's. A DO or SET
+	// leaves ROW_COUNT() 0.
+	c.echoOwner, c.echoKnown, c.echoRows = 0, true, 0
 	if err := c.command(mysqlwire.ComQuery, sql); err != nil {
+		c.echoKnown = false
 		return mysqlwire.OK{}, err
 	}
-	return c.readResult(nil)
+	ok, err := c.readResult(nil)
+	if err != nil {
+		c.echoKnown = false
+	}
+	return ok, err
 }
 
 // Query runs a statement and calls onRow with each text-protocol row
 // (length-encoded values). It is meant for small administrative queries.
 func (c *Conn) Query(ctx context.Context, sql string, onRow func(row []byte) error) error {
 	defer c.withDeadline(ctx)()
+	// A SELECT or SHOW of tpproxy's own: ROW_COUNT() -1.
+	c.echoOwner, c.echoKnown, c.echoRows = 0, true, -1
 	if err := c.command(mysqlwire.ComQuery, sql); err != nil {
+		c.echoKnown = false
 		return err
 	}
 	_, err := c.readResult(onRow)
+	if err != nil {
+		c.echoKnown = false
+	}
 	return err
 }
 
@@ -689,6 +775,7 @@ func (c *Conn) forgetSession() {
 	c.pendingReports = false
 	c.diagOwner = 0
 	c.liid, c.liidKnown = 0, true
+	c.echoOwner, c.echoKnown = 0, false
 	c.pseudoID = 0
 	c.txTrack = false
 	c.clearPrepared()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
 // control is the pool's one extra server connection, used for KILL QUERY
@@ -23,6 +25,9 @@ type control struct {
 	// after close is closed rather than parked in the slot.
 	mu     sync.Mutex
 	closed bool
+	// setup, when set, returns the statement a freshly dialed connection
+	// runs before its first use.
+	setup func() string
 }
 
 func (k *control) init(p *Pool) {
@@ -47,11 +52,42 @@ func (p *Pool) Kill(ctx context.Context, threadID uint32, query bool) error {
 }
 
 // QueryControl runs a small query on the control connection and calls
-// onRow with each text-protocol row: lookups of tpproxy's own (the
-// catalog) that must not disturb a session's connection, whose
-// diagnostics area a statement opening a table would clear.
+// onRow with each text-protocol row.
 func (p *Pool) QueryControl(ctx context.Context, sql string, onRow func(row []byte) error) error {
 	return p.ctrl.do(ctx, func(c *Conn) error { return c.Query(ctx, sql, onRow) })
+}
+
+// LookupTimeout bounds a lookup (QueryLookup), waiting for the lookup
+// connection included.
+const LookupTimeout = 2 * time.Second
+
+// lockWaitLimit is the lookup connection's lock_wait_timeout (seconds):
+// information_schema opens the tables it describes, and a metadata lock
+// held on one (ALTER TABLE, LOCK TABLES ... WRITE, REPAIR) must not make
+// it wait long.
+const lockWaitLimit = 1
+
+// lookupSQL is what the lookup connection runs after dialing: short lock
+// waits and, on MariaDB, a statement time limit.
+func (p *Pool) lookupSQL() string {
+	sql := "SET SESSION lock_wait_timeout = " + strconv.Itoa(lockWaitLimit)
+	if strings.Contains(p.ServerVersion(), "MariaDB") {
+		sql += ", SESSION max_statement_time = " + strconv.Itoa(int(LookupTimeout/time.Second))
+	}
+	return sql
+}
+
+// QueryLookup runs one of tpproxy's own lookups (the catalog's reads of
+// information_schema) on the lookup connection, a connection of the
+// pool's own account with the server's default settings, apart from the
+// sessions' connections: a lookup never runs under a session's settings
+// (sql_select_limit, max_join_size) or locks, never clears a session's
+// diagnostics, and never delays KILL. It gives up after LookupTimeout,
+// waiting for the connection included.
+func (p *Pool) QueryLookup(ctx context.Context, sql string, onRow func(row []byte) error) error {
+	ctx, cancel := context.WithTimeout(ctx, LookupTimeout)
+	defer cancel()
+	return p.look.do(ctx, func(c *Conn) error { return c.Query(ctx, sql, onRow) })
 }
 
 // Ready reports whether the backend is reachable and the pool healthy, for
@@ -125,6 +161,12 @@ func (k *control) do(ctx context.Context, fn func(*Conn) error) error {
 			nc, err := k.p.dial(ctx, false, false)
 			if err != nil {
 				return err
+			}
+			if k.setup != nil {
+				if _, err := nc.Exec(ctx, k.setup()); err != nil {
+					nc.close()
+					return err
+				}
 			}
 			c = nc
 		}

@@ -90,6 +90,10 @@ type Pool struct {
 	wg     sync.WaitGroup
 
 	ctrl control
+	// look is the connection of tpproxy's own lookups (the catalog), apart
+	// from ctrl: a lookup may wait for a metadata lock, and must delay
+	// neither a KILL nor a readiness probe.
+	look control
 
 	stats       counters
 	acquireWait *histogram.Histogram
@@ -142,6 +146,8 @@ func New(cfg Config) (*Pool, error) {
 	p.bg, p.stopBG = context.WithCancel(context.Background())
 	p.set.store(cfg.Dynamic())
 	p.ctrl.init(p)
+	p.look.init(p)
+	p.look.setup = p.lookupSQL
 	return p, nil
 }
 
@@ -189,6 +195,7 @@ func (p *Pool) Close() {
 		c.close()
 	}
 	p.ctrl.close()
+	p.look.close()
 	p.wg.Wait()
 }
 

@@ -24,6 +24,8 @@ const (
 	StatusNoBackslashEscapes  uint16 = 0x0200
 	StatusInTransReadonly     uint16 = 0x2000
 	StatusSessionStateChanged uint16 = 0x4000
+	// StatusANSIQuotes is MariaDB's: sql_mode has ANSI_QUOTES.
+	StatusANSIQuotes uint16 = 0x8000
 )
 
 // Session state tracking entry types (OK packet, CLIENT_SESSION_TRACK).

@@ -209,6 +209,16 @@ func (r *Reader) Fill() error {
 	return err
 }
 
+// NextSeq waits for the next packet's header and returns its sequence id
+// without consuming anything: for a reply whose place in the exchange is
+// not known (an ERR the peer sent before it read all of a request).
+func (r *Reader) NextSeq() (uint8, error) {
+	if err := r.ensure(HeaderSize); err != nil {
+		return 0, err
+	}
+	return r.buf[r.r+3], nil
+}
+
 // ReadRaw reads one physical packet and returns it with its header. The
 // header's sequence id is checked against Seq.
 func (r *Reader) ReadRaw() ([]byte, error) {
@@ -230,8 +240,8 @@ func (r *Reader) ReadRaw() ([]byte, error) {
 }
 
 // ReadPacket reads one logical packet (joining the physical packets of a
-// payload of 16 MiB or more) and returns its payload. A packet larger than
-// MaxPacket yields ErrPacketTooLarge before its payload is read.
+// payload of 16 MiB or more) and returns its payload. A packet of MaxPacket
+// bytes or more yields ErrPacketTooLarge before its payload is read.
 //
 // A read error (a deadline, say) leaves what was read buffered: the next
 // call goes on with the same packet.
@@ -279,7 +289,8 @@ func (r *Reader) ReadPacket() ([]byte, error) {
 func (r *Reader) InPacket() bool { return r.joining || r.w > r.r }
 
 // checkSize looks at the next header and fails when the packet would take
-// the logical packet beyond MaxPacket.
+// the logical packet to MaxPacket or beyond: the server refuses a payload of
+// max_allowed_packet bytes (net_realloc's "length >= max_packet_size").
 func (r *Reader) checkSize(have int) error {
 	if r.MaxPacket <= 0 {
 		return nil
@@ -289,7 +300,7 @@ func (r *Reader) checkSize(have int) error {
 	}
 	h := r.buf[r.r:]
 	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
-	if have+n > r.MaxPacket {
+	if have+n >= r.MaxPacket {
 		return ErrPacketTooLarge
 	}
 	return nil

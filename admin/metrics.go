@@ -74,6 +74,7 @@ var (
 	descPrepCached      = desc("prepared_statements_cached", "Distinct statements in the proxy's statement cache.")
 	descPrepBackend     = desc("prepared_statements_backend", "Statements prepared on backend connections now.")
 	descPrepReprepares  = desc("prepared_statement_reprepares_total", "Executes retried after the server asked for a new prepare.")
+	descCatalogFailures = desc("catalog_lookup_failures_total", "Statements the catalog could not judge in time (the session kept its backend connection instead).")
 	descPrepBackendPrep = desc("backend_prepares_total", "COM_STMT_PREPAREs sent to the backend.")
 	descPrepEvictions   = desc("backend_prepared_evictions_total", "Statements closed on a backend connection to stay under its cap.")
 	descShuttingDown    = desc("shutting_down", "1 once a graceful shutdown has begun.")
@@ -99,7 +100,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descBackendWait, descBackendDials, descBackendDialErrs, descBackendResets, descBackendReplaced,
 		descBackendBroken, descBackendExpired, descBackendHealth, descBackendHealthKO, descBackendKills,
 		descBackendSwitches, descBackendRefused, descBackendAccount,
-		descPrepClient, descPrepCached, descPrepBackend, descPrepReprepares, descPrepBackendPrep,
+		descPrepClient, descPrepCached, descPrepBackend, descPrepReprepares, descCatalogFailures, descPrepBackendPrep,
 		descPrepEvictions, descShuttingDown,
 	} {
 		ch <- d
@@ -141,6 +142,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, descBytesIn, m.BytesReceived)
 	counter(ch, descBytesOut, m.BytesSent)
 	counter(ch, descPrepReprepares, st.Reprepares)
+	counter(ch, descCatalogFailures, st.CatalogFailures)
 	gauge(ch, descPrepClient, float64(st.ClientStatements))
 	gauge(ch, descPrepCached, float64(st.CachedStatements))
 	gauge(ch, descShuttingDown, b2f(m.Draining))

@@ -195,9 +195,26 @@ func (c *Conn) PrimeEcho(ctx context.Context, owner uint64, rows int64) error {
 
 // ReadLastInsertID asks the server for LAST_INSERT_ID() on this
 // connection and records it.
+//
+// It asks with SET SESSION last_insert_id = LAST_INSERT_ID(), which changes
+// nothing and which the server reports in its OK (session tracking): unlike
+// a SELECT it leaves the row number warnings name as the session's
+// statement left it (see PrimeEcho). Where the report does not come (a
+// connection whose tracking a session turned off) a SELECT asks.
 func (c *Conn) ReadLastInsertID(ctx context.Context) (uint64, error) {
+	if c.track {
+		ok, err := c.Exec(ctx, "SET SESSION last_insert_id = LAST_INSERT_ID()")
+		if err != nil {
+			c.liidKnown = false
+			return 0, err
+		}
+		if v, found := trackedUint(ok.SessionState, "last_insert_id"); found {
+			c.liid, c.liidKnown = v, true
+			return v, nil
+		}
+	}
 	var v uint64
-	err := c.Query(ctx, "SELECT LAST_INSERT_ID()", func(row []byte) error {
+	err := c.Query(ctx, "SELECT LAST_INSERT_ID() LIMIT 1", func(row []byte) error {
 		f, _, err := mysqlwire.LenEncString(row)
 		if err == nil {
 			v, err = strconv.ParseUint(string(f), 10, 64)
@@ -210,6 +227,27 @@ func (c *Conn) ReadLastInsertID(ctx context.Context) (uint64, error) {
 	}
 	c.liid, c.liidKnown = v, true
 	return v, nil
+}
+
+// trackedUint finds a system variable's value in the session state of an
+// OK packet.
+func trackedUint(info []byte, name string) (uint64, bool) {
+	for len(info) > 0 {
+		e, rest, err := mysqlwire.NextStateEntry(info)
+		if err != nil {
+			return 0, false
+		}
+		info = rest
+		if e.Type != mysqlwire.TrackSystemVariables {
+			continue
+		}
+		n, v, err := mysqlwire.SystemVariable(e.Data)
+		if err == nil && strings.EqualFold(string(n), name) {
+			u, err := strconv.ParseUint(string(v), 10, 64)
+			return u, err == nil
+		}
+	}
+	return 0, false
 }
 
 // ErrPseudoThreadID is returned by PrimeConnectionID when the backend
@@ -274,7 +312,7 @@ func (c *Conn) flushReports(ctx context.Context) error {
 // it (the variable shows only the character set).
 func (c *Conn) ResultsCollationID(ctx context.Context) (uint16, error) {
 	defer c.withDeadline(ctx)()
-	if err := c.command(mysqlwire.ComQuery, "SELECT ''"); err != nil {
+	if err := c.command(mysqlwire.ComQuery, "SELECT '' LIMIT 1"); err != nil {
 		return 0, err
 	}
 	p, err := c.r.ReadPacket()

@@ -17,11 +17,13 @@ import (
 // exchange, OK, result sets of one value). What a command does is the
 // Session's business; clientConn only knows how to say it.
 type clientConn struct {
-	nc     net.Conn
-	tls    bool
-	remote string
-	r      *mysqlwire.Reader
-	w      *mysqlwire.Writer
+	nc  net.Conn
+	tls bool
+	// compression is the client protocol's compression (none, zlib, zstd).
+	compression mysqlwire.CompressAlgo
+	remote      string
+	r           *mysqlwire.Reader
+	w           *mysqlwire.Writer
 	// small is the reader's resident buffer, from smallBufs; a parked
 	// session gives it back.
 	small *[smallBufSize]byte
@@ -33,8 +35,6 @@ type clientConn struct {
 	// extOffered and extCaps are the MariaDB extended capabilities the
 	// greeting offered and the client took.
 	extOffered, extCaps uint32
-	// compression is the client protocol's compression (none, zlib, zstd).
-	compression mysqlwire.CompressAlgo
 
 	// idleTimeout is the wait_timeout that closes the session after that
 	// long without a command (0: none); deadlineSet is when the read

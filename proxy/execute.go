@@ -13,6 +13,11 @@ import (
 	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
 )
 
+// errPacketTooLargeEnd ends a session after the server refused a packet
+// over its max_allowed_packet (ER_NET_PACKET_TOO_LARGE), which it answers
+// by closing the connection.
+var errPacketTooLargeEnd = errors.New("proxy: the server refused a packet over max_allowed_packet and closed the connection")
+
 // errSessionLost ends a session whose pinned backend connection failed:
 // its transaction or session state is gone and the client has been told.
 var errSessionLost = errors.New("proxy: pinned backend connection lost")
@@ -27,7 +32,7 @@ func (s *Session) query(ctx context.Context, p []byte) error {
 	}
 	switch {
 	case info.Kind == sqlscan.KindKill || info.Flags&sqlscan.FlagKillUnsupported != 0:
-		return s.killStatement(ctx, p[1:], &info)
+		return s.killStatement(ctx, p, &info)
 	case info.Flags&sqlscan.FlagLoadLocal != 0 && (!s.srv.cfg.LoadDataLocal || s.caps&capLocalFiles == 0):
 		s.errs++
 		return s.w.WriteERR(errLoadLocalDisabled)
@@ -75,6 +80,30 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 			if err == nil {
 				err = c.Flush()
 			}
+			if err != nil {
+				if me := c.RefusalAfterWrite(); me != nil {
+					// The server refused the command before it read it
+					// all (ER_NET_PACKET_TOO_LARGE) and closed.
+					s.errs++
+					s.endExec(s.nc)
+					lost := c == s.pinned
+					if lost {
+						s.loseBackend()
+					} else {
+						s.pool.Release(c)
+					}
+					if werr := s.w.WriteERR(me); werr != nil {
+						return werr
+					}
+					switch {
+					case me.Code == mysqlwire.ErNetPacketTooLarge:
+						return errPacketTooLargeEnd
+					case lost:
+						return errSessionLost
+					}
+					return nil
+				}
+			}
 			if err == nil {
 				rl := relayerOf(s)
 				err = rl.relay(c, mode, &res)
@@ -82,6 +111,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		}
 		ended = s.endExec(s.nc)
 		if err == nil {
+			c.NoteEcho(s.state.Owner)
 			break
 		}
 		if again && !ended && !res.routine && res.sent == 0 && res.clientErr == nil && c != s.pinned && c.DeadOnArrival(err) {
@@ -96,6 +126,17 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 	}
 	if res.err != nil {
 		s.errs++
+		if res.err.Code == mysqlwire.ErNetPacketTooLarge {
+			// The server closes its connection after this error: so
+			// does tpproxy with the client's, as a direct one would be.
+			c.MarkBroken()
+			if c == s.pinned {
+				s.loseBackend()
+			} else {
+				s.pool.Release(c)
+			}
+			return errPacketTooLargeEnd
+		}
 	}
 	if res.charsetOnly {
 		s.learnCollation(ctx, c, &res)
@@ -230,29 +271,8 @@ func (s *Session) acquire(ctx context.Context, q []byte, info *sqlscan.Info, res
 func (s *mirror) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sqlscan.Info, res *result) error {
 	if res != nil {
 		// Stored functions, triggers, views and column defaults run code
-		// the statement's text does not show.
-		// What the catalog reads opens information_schema tables, which
-		// empties the diagnostics area: a pinned session's connection may
-		// hold the session's own, so it reads on the control connection.
-		// So does a session of another server account than the pool's
-		// (backend.identity passthrough): the catalog is shared, and what
-		// information_schema shows depends on the account's privileges.
-		var qr catalog.Querier = c
-		if s.pinned != nil || !s.pool.IsOwn(s.state.Account) {
-			qr = poolControl{s.pool}
-		}
-		if s.catSchema.Name() != s.state.Schema {
-			s.catSchema = s.srv.catalog.Schema(s.state.Schema)
-		}
-		v, err := s.srv.catalog.CheckIn(ctx, qr, s.catSchema, q, s.mode, info)
-		if err != nil {
-			return err
-		}
-		if insertIDEffectOf(info) == liidInsert {
-			if res.fixedID, err = s.fixedInsertID(ctx, qr, q); err != nil {
-				return err
-			}
-		}
+		// the statement's text does not show (catalogCheck).
+		v := s.catalogCheck(ctx, q, info, res)
 		if v.Stateful {
 			res.routine, res.routineFlags = true, v.Flags
 			if v.Flags&sqlscan.FlagSetTransaction != 0 && !c.TracksTransactions() {
@@ -266,6 +286,13 @@ func (s *mirror) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sqls
 		// LAST_INSERT_ID() must return the session's value, not that of
 		// whoever used this connection last.
 		if err := c.PrimeLastInsertID(ctx, s.lastInsertID, s.rowCount == -1); err != nil {
+			return err
+		}
+	}
+	if readsEcho(info) {
+		// The ROW_COUNT() of the session's previous statement, which a
+		// procedure's first statement may read.
+		if err := c.PrimeEcho(ctx, s.state.Owner, s.rowCount); err != nil {
 			return err
 		}
 	}
@@ -304,11 +331,72 @@ func (s *mirror) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sqls
 	return nil
 }
 
-// poolControl runs the catalog's lookups on the pool's control connection.
-type poolControl struct{ p *pool.Pool }
+// readsEcho reports a statement that may read the ROW_COUNT() the session's
+// previous statement left on its connection (pool.Conn.PrimeEcho): one in a
+// form tpproxy does not answer, a stored procedure's first statement, an SQL
+// EXECUTE or a multi-statement query.
+func readsEcho(info *sqlscan.Info) bool {
+	if info.Multi || info.Flags&sqlscan.FlagRowCount != 0 {
+		return true
+	}
+	k := info.Kind
+	if info.Flags&sqlscan.FlagSetStatement != 0 {
+		k = info.Inner
+	}
+	return k == sqlscan.KindCall || k == sqlscan.KindExecute
+}
 
-func (pc poolControl) Query(ctx context.Context, sql string, onRow func(row []byte) error) error {
-	return pc.p.QueryControl(ctx, sql, onRow)
+// poolLookup runs the catalog's reads on the pool's lookup connection.
+type poolLookup struct{ p *pool.Pool }
+
+func (pl poolLookup) Query(ctx context.Context, sql string, onRow func(row []byte) error) error {
+	return pl.p.QueryLookup(ctx, sql, onRow)
+}
+
+// catalogCheck asks the catalog what the objects a statement names may do
+// to the session, and whether an INSERT's every row gives the
+// AUTO_INCREMENT column a literal (res.fixedID).
+//
+// The catalog reads information_schema on the pool's lookup connection,
+// never on the session's: that read opens tables, which would empty the
+// session's diagnostics area, run under the session's settings
+// (sql_select_limit, max_join_size: its error would replace the
+// statement's answer) and wait for locks the session itself holds. What
+// information_schema shows depends on the account, so the catalog is the
+// pool account's for every session. When it cannot answer (a lock held
+// longer than the lookup waits, the lookup connection's limit, a server
+// error) the answer is the safe one: the statement may leave state, the
+// session keeps its connection; never an error for the statement.
+//
+// Under LOCK TABLES the session is pinned whatever the answer, and tables
+// it locked may be what a lookup waits for: the statement is checked after
+// UNLOCK TABLES instead (lockedChecks).
+func (s *mirror) catalogCheck(ctx context.Context, q []byte, info *sqlscan.Info, res *result) catalog.Verdict {
+	if s.pinned != nil && s.pins&pinLockTables != 0 {
+		if s.locked == nil {
+			s.locked = &lockedChecks{}
+		}
+		s.locked.add(q, s.mode, s.state.Schema, info)
+		return catalog.Verdict{}
+	}
+	if s.catSchema.Name() != s.state.Schema {
+		s.catSchema = s.srv.catalog.Schema(s.state.Schema)
+	}
+	qr := poolLookup{s.pool}
+	v, err := s.srv.catalog.CheckIn(ctx, qr, s.catSchema, q, s.mode, info)
+	if err != nil {
+		s.debug("catalog lookup failed; the statement counts as stateful", "err", err)
+		s.srv.stats.catalogFailures.Add(1)
+		return catalog.Verdict{Stateful: true, Object: "(catalog unavailable)"}
+	}
+	if insertIDEffectOf(info) == liidInsert {
+		fixed, err := s.fixedInsertID(ctx, qr, q)
+		if err != nil {
+			s.debug("catalog lookup failed; LAST_INSERT_ID() is read after the INSERT", "err", err)
+		}
+		res.fixedID = fixed && err == nil
+	}
+	return v
 }
 
 // backendFailed handles a backend connection that broke mid-statement.
@@ -372,7 +460,7 @@ func (s *mirror) learnResultsCollation(ctx context.Context, c *pool.Conn) error 
 // collation (SET NAMES x does that), so replays set both.
 func (s *mirror) learnCollation(ctx context.Context, c *pool.Conn, res *result) {
 	var coll string
-	err := c.Query(ctx, "SELECT @@collation_connection", func(row []byte) error {
+	err := c.Query(ctx, "SELECT @@collation_connection LIMIT 1", func(row []byte) error {
 		v, _, err := mysqlwire.LenEncString(row)
 		coll = string(v)
 		return err
@@ -404,13 +492,35 @@ func (s *mirror) afterStatement(ctx context.Context, c *pool.Conn, q []byte, res
 		unknownChange: res.collationUnknown,
 		unreplayable:  res.unreplayable,
 	}
+	if s.locked != nil && res.err == nil && info.Flags&sqlscan.FlagUnlockTables != 0 && info.Flags&sqlscan.FlagLockTables == 0 {
+		// UNLOCK TABLES: what the statements under the lock ran is judged
+		// now (catalogCheck).
+		v := s.locked.judge(ctx, s.srv.catalog, poolLookup{s.pool})
+		s.locked = nil
+		if v.Stateful {
+			ev.routine, ev.routineFlags = true, ev.routineFlags|v.Flags
+			s.debug("statements run under LOCK TABLES used a stateful object", "object", v.Object)
+		}
+	}
 	if (info.Flags|res.routineFlags)&sqlscan.FlagRole != 0 && (info.Multi || res.routine) {
 		c.MarkRoleChanged()
 	}
 	s.noteDDL(info)
 	s.xa = s.xa.after(info, res)
 	ev.xa = s.xa != xaNone
-	if res.stateChanged && !s.explainStateChange(ctx, c, q, res, info) {
+	// A SET's effect is learnt from the statement, whatever the server
+	// reported (learnSet); other state changes from the server's reports.
+	known := true
+	if info.Kind == sqlscan.KindSet || info.Multi {
+		known = s.learnSet(ctx, c, q, res, info)
+	}
+	if res.stateChanged && (info.Kind != sqlscan.KindSet || info.Multi) && !s.explainStateChange(ctx, c, q, res, info) {
+		known = false
+	}
+	if !s.checkStatus(ctx, c, res) {
+		known = false
+	}
+	if !known {
 		// Whatever changed may have been the active role (SET ROLE in a
 		// prepared statement): the reset must restore it.
 		ev.unknownChange = true
@@ -492,14 +602,11 @@ func (s *mirror) afterStatement(ctx context.Context, c *pool.Conn, q []byte, res
 }
 
 // explainStateChange decides whether a session state change the server
-// flagged is fully known: a SET or USE whose every change was reported is
-// known; a SET of variables the server did not report (MariaDB leaves out
-// plugin variables such as innodb_lock_wait_timeout) is made known by
-// reading them back; SET ROLE by reading CURRENT_ROLE(). A result set
-// flagged after NOWAIT or SET STATEMENT only announces the restore of the
-// statement's own timeouts, one flagged on a connection that reports
-// transaction characteristics may announce those. Anything else makes the
-// session pin.
+// flagged after a statement other than a lone SET (which learnSet reads)
+// is fully known: a USE whose change was reported is known. A result set
+// flagged after NOWAIT only announces the restore of the statement's own
+// timeouts, one flagged on a connection that reports transaction
+// characteristics may announce those. Anything else makes the session pin.
 func (s *mirror) explainStateChange(ctx context.Context, c *pool.Conn, q []byte, res *result, info *sqlscan.Info) bool {
 	plain := !info.Multi && info.Flags&sqlscan.StatefulMask == 0 && res.err == nil && !res.routine
 	switch {
@@ -513,56 +620,8 @@ func (s *mirror) explainStateChange(ctx context.Context, c *pool.Conn, q []byte,
 	case res.eofChange && !res.okChange && c.TracksTransactions():
 		s.chisticsUnsure = true
 		return true
-	case info.Kind != sqlscan.KindSet:
-		return false
-	case info.Flags&sqlscan.FlagRole != 0:
-		return s.learnRole(ctx, c)
 	}
-	var missing []string
-	ok := true
-	sqlscan.SetTargetsMode(q, s.mode, func(name []byte, isDefault bool) {
-		n := strings.ToLower(string(name))
-		if slices.Contains(s.tracked, n) || slices.Contains(missing, n) || isDefault ||
-			n == "last_insert_id" || n == "identity" { // see readInsertID
-			return
-		}
-		if !isPlainName(n) || varClass([]byte(n)) != varReplayable {
-			ok = false
-			return
-		}
-		missing = append(missing, n)
-	})
-	if !ok {
-		return false
-	}
-	if len(missing) == 0 {
-		return true
-	}
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	for i, n := range missing {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("@@SESSION.")
-		b.WriteString(n)
-	}
-	var values []string
-	err := c.Query(ctx, b.String(), func(row []byte) error {
-		f, err := mysqlwire.RowValues(nil, row)
-		for _, v := range f {
-			values = append(values, string(v))
-		}
-		return err
-	})
-	if err != nil || len(values) != len(missing) {
-		return false
-	}
-	for i, n := range missing {
-		s.state.SetVar(n, values[i])
-		c.State().SetVar(n, values[i])
-	}
-	return true
+	return false
 }
 
 // isPlainName reports a variable name safe to splice into SQL.

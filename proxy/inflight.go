@@ -29,8 +29,9 @@ type inflight struct {
 	noWatch    bool          // the session goroutine reads from the client mid-statement
 	killed     bool          // KILL CONNECTION: end after the current statement
 	gone       bool          // the watcher saw the client disconnect
-	pub        SessionInfo   // published view of the goroutine-owned fields
 	pubPins    pinReason     // the pins pub shows
+	pub        SessionInfo   // published view of the goroutine-owned fields
+	pubAccount *pool.Account // the server account the session runs as
 }
 
 // beginExec records that c runs a statement of this session, so KILL and

@@ -76,7 +76,11 @@ func (s *Session) executeKill(ctx context.Context, cs *clientStmt, p []byte, ex 
 		out = append(out, lit...)
 	}
 	out = append(out, k.expr[last:]...)
-	return s.killExpr(ctx, out, k.query)
+	quit, err := s.killExpr(ctx, out, k.query)
+	if err == nil && quit {
+		err = errKilled
+	}
+	return err
 }
 
 // literalOf renders one binary-protocol parameter value as SQL text.

@@ -49,6 +49,10 @@ type mirror struct {
 	// waitTimeoutNew: waitTimeout was recomputed since the client
 	// connection last took it.
 	waitTimeoutNew bool
+	// chained: a multi-statement query is being served in parts
+	// (multiKill) and more follow the one being answered, so its final OK
+	// or EOF says SERVER_MORE_RESULTS_EXISTS.
+	chained bool
 
 	// connID is what CONNECTION_ID() returns: the session's id, or the
 	// pseudo_thread_id the client set.
@@ -95,6 +99,9 @@ type mirror struct {
 	// tracked lists the variables the server reported changed by the
 	// statement running now.
 	tracked []string
+	// locked are the statements run under LOCK TABLES, for the catalog to
+	// judge after UNLOCK TABLES (nil: none).
+	locked *lockedChecks
 }
 
 // debug logs at debug level with the session's id (a Session's own debug

@@ -316,7 +316,16 @@ func (s *mirror) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (ui
 	cur := c.State()
 	back := false
 	if !cur.Equal(&e.state) {
-		switch err := c.Sync(ctx, &e.state); {
+		want := &e.state
+		if s.state.Schema == "" && e.state.Schema != "" && c == s.pinned {
+			// A connection given a schema cannot be given none back
+			// (only a reset does that): the session's own connection
+			// prepares without one.
+			noSchema := e.state
+			noSchema.SetSchema("")
+			want = &noSchema
+		}
+		switch err := c.Sync(ctx, want); {
 		case err == nil:
 			back = true
 		case errors.Is(err, pool.ErrNeedsFreshConn):
@@ -328,7 +337,17 @@ func (s *mirror) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (ui
 	gen := s.srv.ddlGen.Load()
 	ok, defs, err := c.Prepare(ctx, e.id, e.sql, true)
 	if back && !c.Broken() {
-		if serr := c.Sync(ctx, &s.state); serr != nil {
+		restore := &s.state
+		if s.state.Schema == "" && c.State().Schema != "" {
+			// The session has no schema and c has one now, which no Sync
+			// takes away: the rest of the session's state goes back, and
+			// the pool fits c to its next user (the session's next
+			// statement too) before that runs anything.
+			keep := s.state
+			keep.SetSchema(c.State().Schema)
+			restore = &keep
+		}
+		if serr := c.Sync(ctx, restore); serr != nil {
 			// The session's state could not be restored on c: the
 			// statement must not run there. Let the pool reset c.
 			c.MarkDirty()

@@ -98,6 +98,7 @@ func (s *inflight) publish(user string, m *mirror) {
 	s.mu.Lock()
 	s.pubPins = m.pins
 	s.pub.User = user
+	s.pubAccount = m.state.Account
 	s.pub.Schema = m.state.Schema
 	s.pub.Pinned = m.pinned != nil
 	s.pub.PinReasons = ""

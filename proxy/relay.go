@@ -154,7 +154,7 @@ func (s *relayer) relay(c *pool.Conn, mode relayMode, res *result) error {
 			return nil
 		case mysqlwire.IsEOF(p):
 			// A bare EOF answers COM_DEBUG and the like.
-			s.relayEOF(c, raw, res)
+			s.relayEOF(c, raw, res, true)
 			if res.status&mysqlwire.StatusMoreResults == 0 {
 				return nil
 			}
@@ -189,7 +189,7 @@ func (s *relayer) relay(c *pool.Conn, mode relayMode, res *result) error {
 			if !mysqlwire.IsEOF(raw[mysqlwire.HeaderSize:]) {
 				return fmt.Errorf("%w: no EOF after column definitions", errProtocol)
 			}
-			s.relayEOF(c, raw, res)
+			s.relayEOF(c, raw, res, false)
 			// SERVER_STATUS_CURSOR_EXISTS means rows come by COM_STMT_FETCH
 			// only when the execute asked for a cursor: a CALL whose
 			// procedure opened cursors of its own carries the flag with
@@ -225,7 +225,7 @@ func (s *relayer) relayRows(c *pool.Conn, res *result, fieldList bool) error {
 		switch {
 		case cont:
 		case mysqlwire.IsEOF(p):
-			s.relayEOF(c, raw, res)
+			s.relayEOF(c, raw, res, !fieldList)
 			return nil
 		case mysqlwire.IsERR(p):
 			res.err = mysqlwire.ParseERR(p)
@@ -241,8 +241,10 @@ func (s *relayer) relayRows(c *pool.Conn, res *result, fieldList bool) error {
 }
 
 // relayEOF relays an EOF packet, hiding SERVER_SESSION_STATE_CHANGED from
-// a client that did not ask for session tracking.
-func (s *relayer) relayEOF(c *pool.Conn, raw []byte, res *result) {
+// a client that did not ask for session tracking. final says it may end
+// the response (it ends rows), so that a part of a multi-statement query
+// served in parts says more results follow (mirror.chained).
+func (s *relayer) relayEOF(c *pool.Conn, raw []byte, res *result, final bool) {
 	p := raw[mysqlwire.HeaderSize:]
 	res.warnings, res.status = mysqlwire.EOFStatus(p)
 	res.hasStatus = true
@@ -250,6 +252,9 @@ func (s *relayer) relayEOF(c *pool.Conn, raw []byte, res *result) {
 		res.stateChanged = true
 		res.eofChange = true
 		p[4] &^= byte(mysqlwire.StatusSessionStateChanged >> 8)
+	}
+	if final && s.st.chained && len(p) >= 5 {
+		p[3] |= byte(mysqlwire.StatusMoreResults)
 	}
 	s.toClient(c, raw, res)
 }
@@ -274,8 +279,12 @@ func (s *relayer) relayOK(c *pool.Conn, p []byte, res *result) (more bool, err e
 			return false, err
 		}
 	}
+	status := ok.Status
+	if s.st.chained {
+		status |= mysqlwire.StatusMoreResults
+	}
 	if res.clientErr == nil {
-		if err := s.writeOKPacket(ok.AffectedRows, ok.InsertID, ok.Status,
+		if err := s.writeOKPacket(ok.AffectedRows, ok.InsertID, status,
 			ok.Warnings, ok.Info, res.clientState); err != nil {
 			s.clientFailed(c, res, err)
 		} else {

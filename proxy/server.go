@@ -468,6 +468,8 @@ type serverCounters struct {
 	pins         atomic.Uint64
 	clientStmts  atomic.Int64
 	reprepares   atomic.Uint64
+	// catalogFailures counts statements the catalog could not judge.
+	catalogFailures atomic.Uint64
 }
 
 // Stats is a snapshot of the front end.
@@ -484,6 +486,7 @@ type Stats struct {
 	ClientStatements int64  // prepared statements sessions hold open
 	CachedStatements int    // distinct statements in the statement cache
 	Reprepares       uint64 // executes retried after the server asked to prepare again
+	CatalogFailures  uint64 // statements the catalog could not judge (they counted as stateful)
 }
 
 // Stats returns a snapshot of the front end.
@@ -505,5 +508,6 @@ func (srv *Server) Stats() Stats {
 	st.ClientStatements = srv.stats.clientStmts.Load()
 	st.CachedStatements = srv.stmtCache.len()
 	st.Reprepares = srv.stats.reprepares.Load()
+	st.CatalogFailures = srv.stats.catalogFailures.Load()
 	return st
 }

@@ -199,7 +199,9 @@ func (s *Session) serve() (parked bool) {
 		if err != nil {
 			switch {
 			case errors.Is(err, mysqlwire.ErrPacketTooLarge):
-				s.w.SetSeq(1)
+				// The answer follows the header that made the packet too
+				// large, whichever of a multi-packet payload's it was.
+				s.w.SetSeq(s.r.Seq() + 1)
 				_ = s.writeErr(errPacketTooLarge)
 				_ = s.w.Flush()
 			case errors.Is(err, mysqlwire.ErrSequence):
@@ -273,7 +275,7 @@ func (s *Session) logEnd(err error) {
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, errKilled),
-		errors.Is(err, errIdleTimeout), errors.Is(err, errReleased):
+		errors.Is(err, errIdleTimeout), errors.Is(err, errReleased), errors.Is(err, errPacketTooLargeEnd):
 		s.debug("session ended", "err", err)
 	default:
 		s.logger().Info("session ended", "err", err)
@@ -391,6 +393,9 @@ func (s *mirror) status() uint16 {
 	if !s.autocommitOff() {
 		st |= mysqlwire.StatusAutocommit
 	}
+	if s.chained {
+		st |= mysqlwire.StatusMoreResults
+	}
 	return st
 }
 
@@ -417,9 +422,24 @@ func (s *mirror) backendFor(ctx context.Context, task *scheduler.Task, lenient, 
 			s.pool.Release(c) // broken: closed and replaced
 		}
 	}
-	if err := c.Sync(ctx, &s.state); err != nil {
+	err := c.Sync(ctx, &s.state)
+	if err != nil && errors.Is(err, pool.ErrNeedsFreshConn) && c == s.pinned && s.state.Schema == "" {
+		// The session has no default schema and its connection has one,
+		// which no Sync takes away (a re-prepare gave it the schema a
+		// statement was prepared in): it keeps that one.
+		keep := s.state
+		keep.SetSchema(c.State().Schema)
+		err = c.Sync(ctx, &keep)
+	}
+	if err != nil {
 		if c != s.pinned {
 			dead := c.DeadOnArrival(err)
+			if errors.Is(err, pool.ErrNeedsFreshConn) {
+				// The pool's fit should have prevented it; a reset
+				// makes the connection fit, and the next one is asked.
+				c.MarkDirty()
+				dead = true
+			}
 			s.pool.Release(c)
 			if dead {
 				// What Sync sends is tpproxy's own: safe to send again.
@@ -494,6 +514,7 @@ func (s *mirror) unpinForReset() {
 		s.releasePinned()
 	}
 	s.pins = 0
+	s.locked = nil
 	s.xa = xaNone
 	s.chistics, s.chisticsUnsure = false, false
 	s.connID = s.id

@@ -307,7 +307,7 @@ func chisticsOf(data []byte) int8 {
 func (s *mirror) learnRole(ctx context.Context, c *pool.Conn) bool {
 	var cur []byte
 	n := 0
-	err := c.Query(ctx, "SELECT CURRENT_ROLE()", func(row []byte) error {
+	err := c.Query(ctx, "SELECT CURRENT_ROLE() LIMIT 1", func(row []byte) error {
 		f, err := mysqlwire.RowValues(nil, row)
 		if err == nil && len(f) == 1 {
 			if f[0] != nil {
@@ -502,7 +502,7 @@ func (f *foundRowsCount) note(ctx context.Context, c *pool.Conn, q []byte, res *
 func (f *foundRowsCount) read(ctx context.Context, c *pool.Conn, fallback uint64) error {
 	f.onConn = false
 	var v uint64
-	err := c.Query(ctx, "SELECT FOUND_ROWS()", func(row []byte) error {
+	err := c.Query(ctx, "SELECT FOUND_ROWS() LIMIT 1", func(row []byte) error {
 		b, _, err := mysqlwire.LenEncString(row)
 		if err == nil {
 			v, err = strconv.ParseUint(string(b), 10, 64)

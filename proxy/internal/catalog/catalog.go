@@ -4,7 +4,8 @@
 //
 // The server reports most session state changes, but not those made inside
 // stored functions (a user variable assigned, GET_LOCK, a temporary table,
-// NEXTVAL), nor NEXTVAL run by a column DEFAULT or a trigger. A statement
+// NEXTVAL), nor NEXTVAL run by a column DEFAULT or a trigger, nor a session
+// variable a routine or trigger assigns as SET @@name. A statement
 // that calls such a function, reads a view built on one, or writes a table
 // with such a trigger or default leaves state on its connection that no
 // status flag reveals. The catalog reads the definitions of routines,
@@ -55,7 +56,7 @@ type Verdict struct {
 const stateFlags = sqlscan.FlagUserVar | sqlscan.FlagTempTable | sqlscan.FlagGetLock |
 	sqlscan.FlagSQLPrepare | sqlscan.FlagSequence | sqlscan.FlagHandler | sqlscan.FlagInsertIDVar |
 	sqlscan.FlagSessionTrackVar | sqlscan.FlagSetTransaction | sqlscan.FlagRole |
-	sqlscan.FlagCalcFoundRows | sqlscan.FlagLockTables | sqlscan.FlagXA
+	sqlscan.FlagCalcFoundRows | sqlscan.FlagLockTables | sqlscan.FlagXA | sqlscan.FlagSessionVarSet
 
 // Catalog caches per-schema knowledge. It is safe for concurrent use; a
 // statement checked against schemas read recently takes no lock.
@@ -337,6 +338,7 @@ type definition struct {
 	name    string // lower case
 	body    []byte // nil: not readable
 	sqlMode string
+	params  []string // a routine's parameter names
 }
 
 // loadSQL reads, in one round trip, every definition of a schema that runs
@@ -349,7 +351,9 @@ const loadSQL = "SELECT 'R', ROUTINE_NAME, ROUTINE_DEFINITION, SQL_MODE FROM inf
 	" AND (COLUMN_DEFAULT LIKE '%nextval%' OR COLUMN_DEFAULT LIKE '%setval%' OR COLUMN_DEFAULT LIKE '%lastval%' OR COLUMN_DEFAULT LIKE '%next value for%')" +
 	" UNION ALL SELECT 'A', c.TABLE_NAME, c.COLUMN_NAME, '' FROM information_schema.COLUMNS c JOIN information_schema.TABLES t" +
 	" ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME AND t.TABLE_TYPE = 'BASE TABLE'" +
-	" WHERE c.TABLE_SCHEMA = {S} AND c.EXTRA LIKE '%auto_increment%'"
+	" WHERE c.TABLE_SCHEMA = {S} AND c.EXTRA LIKE '%auto_increment%'" +
+	" UNION ALL SELECT 'P', SPECIFIC_NAME, PARAMETER_NAME, '' FROM information_schema.PARAMETERS" +
+	" WHERE SPECIFIC_SCHEMA = {S} AND PARAMETER_NAME IS NOT NULL"
 
 // maxDepth bounds how far definitions in one schema are followed into
 // others; deeper references count as stateful.
@@ -360,16 +364,28 @@ func (c *Catalog) read(ctx context.Context, qr Querier, name string, depth int) 
 	sql := strings.ReplaceAll(loadSQL, "{S}", quoteString(name))
 	var defs []definition
 	var autoInc map[string]string
+	var params map[string][]string
 	err := qr.Query(ctx, sql, func(row []byte) error {
 		f, err := mysqlwire.RowValues(nil, row)
 		if err != nil || len(f) != 4 || len(f[0]) != 1 {
 			return errors.Join(err, mysqlwire.ErrMalformed)
 		}
-		if f[0][0] == 'A' {
+		switch f[0][0] {
+		case 'A':
 			if autoInc == nil {
 				autoInc = make(map[string]string)
 			}
 			autoInc[string(f[1])] = string(f[2])
+			return nil
+		case 'P':
+			// A function and a procedure of the same name share the
+			// list: one's parameter may hide a system variable SET in the
+			// other's body (an unlikely pair of names).
+			if params == nil {
+				params = make(map[string][]string)
+			}
+			n := strings.ToLower(string(f[1]))
+			params[n] = append(params[n], string(f[2]))
 			return nil
 		}
 		d := definition{kind: f[0][0], name: strings.ToLower(string(f[1])), sqlMode: string(f[3])}
@@ -381,6 +397,11 @@ func (c *Catalog) read(ctx context.Context, qr Querier, name string, depth int) 
 	})
 	if err != nil {
 		return schemaView{}, err
+	}
+	for i := range defs {
+		if defs[i].kind == 'R' {
+			defs[i].params = params[defs[i].name]
+		}
 	}
 	objs, err := c.analyse(ctx, qr, name, defs, depth)
 	if err != nil {
@@ -412,6 +433,9 @@ func (c *Catalog) analyse(ctx context.Context, qr Querier, name string, defs []d
 		}
 		m := modeOf(d.sqlMode)
 		n.flags = bodyFlags(d.body, m)
+		if (d.kind == 'R' || d.kind == 'T') && sqlscan.BodySetsSession(d.body, m, d.params) {
+			n.flags |= sqlscan.FlagSessionVarSet
+		}
 		var err error
 		sqlscan.Mentions(d.body, m, func(qual, nm []byte) bool {
 			lower := strings.ToLower(string(nm))

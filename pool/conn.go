@@ -137,28 +137,26 @@ func (c *Conn) LastInsertID() (uint64, bool) { return c.liid, c.liidKnown }
 func (c *Conn) SetLastInsertID(v uint64, known bool) { c.liid, c.liidKnown = v, known }
 
 // PrimeLastInsertID makes the server's LAST_INSERT_ID() on this connection
-// v, unless it is known to be v already. It leaves ROW_COUNT() at 0, or at
-// -1 when minusOne (for a session whose previous statement returned rows).
-// Neither moves the row number warnings raised outside row processing
-// name, which a SELECT would.
+// v, unless it is known to be v already. It leaves ROW_COUNT() at 0 with a
+// DO, which leaves the row number warnings name as it was (a session's
+// previous statement that returned no rows left it), or at -1 with a
+// SELECT when minusOne (the session's previous statement returned rows,
+// and moved that number itself).
 func (c *Conn) PrimeLastInsertID(ctx context.Context, v uint64, minusOne bool) error {
 	if c.liidKnown && c.liid == v {
 		return nil
 	}
-	sql := "DO LAST_INSERT_ID(" + strconv.FormatUint(v, 10) + ")"
-	both := minusOne && !c.state.MultiStatementsOff
-	if both {
-		sql += "; " + rowCountMinusOneSQL
+	arg := "LAST_INSERT_ID(" + strconv.FormatUint(v, 10) + ")"
+	var err error
+	if minusOne {
+		err = c.Query(ctx, "SELECT "+arg, nil)
+	} else {
+		_, err = c.Exec(ctx, "DO "+arg)
 	}
-	if _, err := c.Exec(ctx, sql); err != nil {
+	if err != nil {
 		return err
 	}
 	c.liid, c.liidKnown = v, true
-	if both {
-		c.echoRows = -1
-	} else if minusOne {
-		return c.PrimeEcho(ctx, 0, -1)
-	}
 	return nil
 }
 

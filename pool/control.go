@@ -10,15 +10,16 @@ import (
 	"time"
 )
 
-// control is the pool's one extra server connection, used for KILL QUERY
-// of a statement running on a pool connection and for readiness pings. It
-// is dialed on first use and counts as one of the proxy's own control
-// connections.
+// control is a set of the pool's extra server connections for tpproxy's
+// own round trips, apart from the sessions' connections: one for KILL
+// QUERY of a statement running on a pool connection and for readiness
+// pings (ctrl), LookupConns for the catalog's reads (look). They are
+// dialed on first use.
 type control struct {
 	p *Pool
-	// slot holds the connection (nil until dialed) while nobody uses it; a
-	// user takes it out for its round trip and gives it back. Waiting for
-	// it then ends with the waiter's context, which a mutex cannot offer: a
+	// slot holds the connections (nil until dialed) nobody uses; a user
+	// takes one out for its round trip and gives it back. Waiting for one
+	// then ends with the waiter's context, which a mutex cannot offer: a
 	// Kill must not sit out a readiness probe against a dead backend.
 	slot chan *Conn
 	// mu guards closed and the give-back, so that a connection given back
@@ -30,11 +31,19 @@ type control struct {
 	setup func() string
 }
 
-func (k *control) init(p *Pool) {
+func (k *control) init(p *Pool, n int) {
 	k.p = p
-	k.slot = make(chan *Conn, 1)
-	k.slot <- nil
+	k.slot = make(chan *Conn, n)
+	for range n {
+		k.slot <- nil
+	}
 }
+
+// LookupConns is how many lookup connections the catalog may use at once:
+// reads of different schemas run side by side (a busy server with many
+// schemas reloads each every catalog_ttl), and one waiting for a metadata
+// lock does not hold up the others.
+const LookupConns = 4
 
 // Kill sends KILL QUERY (or KILL CONNECTION when query is false) for a
 // server thread over the control connection. The caller guarantees the
@@ -78,12 +87,12 @@ func (p *Pool) lookupSQL() string {
 }
 
 // QueryLookup runs one of tpproxy's own lookups (the catalog's reads of
-// information_schema) on the lookup connection, a connection of the
-// pool's own account with the server's default settings, apart from the
-// sessions' connections: a lookup never runs under a session's settings
+// information_schema) on a lookup connection (one of LookupConns), a
+// connection of the pool's own account with the server's default
+// settings, apart from the sessions' connections: a lookup never runs under a session's settings
 // (sql_select_limit, max_join_size) or locks, never clears a session's
 // diagnostics, and never delays KILL. It gives up after LookupTimeout,
-// waiting for the connection included.
+// waiting for a connection included.
 func (p *Pool) QueryLookup(ctx context.Context, sql string, onRow func(row []byte) error) error {
 	ctx, cancel := context.WithTimeout(ctx, LookupTimeout)
 	defer cancel()
@@ -194,18 +203,17 @@ func (k *control) give(c *Conn) {
 	k.slot <- c // never blocks: only the taker gives back
 }
 
-// close closes the connection now if it is in the slot, or marks it to be
-// closed when its user gives it back; later uses fail with ErrClosed.
+// close closes the connections in the slot now and marks those in use to
+// be closed when their users give them back; later uses fail with
+// ErrClosed.
 func (k *control) close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.closed = true
-	select {
-	case c := <-k.slot:
-		if c != nil {
+	for n := len(k.slot); n > 0; n-- {
+		if c := <-k.slot; c != nil {
 			c.close()
 		}
 		k.slot <- nil
-	default: // in use: give closes it
 	}
 }

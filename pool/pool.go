@@ -90,9 +90,9 @@ type Pool struct {
 	wg     sync.WaitGroup
 
 	ctrl control
-	// look is the connection of tpproxy's own lookups (the catalog), apart
-	// from ctrl: a lookup may wait for a metadata lock, and must delay
-	// neither a KILL nor a readiness probe.
+	// look are the connections of tpproxy's own lookups (the catalog),
+	// apart from ctrl: a lookup may wait for a metadata lock, and must
+	// delay neither a KILL nor a readiness probe.
 	look control
 
 	stats       counters
@@ -145,8 +145,8 @@ func New(cfg Config) (*Pool, error) {
 	}
 	p.bg, p.stopBG = context.WithCancel(context.Background())
 	p.set.store(cfg.Dynamic())
-	p.ctrl.init(p)
-	p.look.init(p)
+	p.ctrl.init(p, 1)
+	p.look.init(p, LookupConns)
 	p.look.setup = p.lookupSQL
 	return p, nil
 }

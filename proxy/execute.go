@@ -289,7 +289,7 @@ func (s *mirror) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sqls
 			return err
 		}
 	}
-	if readsEcho(info) {
+	if s.readsEcho(info) {
 		// The ROW_COUNT() of the session's previous statement, which a
 		// procedure's first statement may read.
 		if err := c.PrimeEcho(ctx, s.state.Owner, s.rowCount); err != nil {
@@ -335,8 +335,8 @@ func (s *mirror) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sqls
 // previous statement left on its connection (pool.Conn.PrimeEcho): one in a
 // form tpproxy does not answer, a stored procedure's first statement, an SQL
 // EXECUTE or a multi-statement query.
-func readsEcho(info *sqlscan.Info) bool {
-	if info.Multi || info.Flags&sqlscan.FlagRowCount != 0 {
+func (s *mirror) readsEcho(info *sqlscan.Info) bool {
+	if info.Multi && !s.state.MultiStatementsOff || info.Flags&sqlscan.FlagRowCount != 0 {
 		return true
 	}
 	k := info.Kind
@@ -505,7 +505,7 @@ func (s *mirror) afterStatement(ctx context.Context, c *pool.Conn, q []byte, res
 	if (info.Flags|res.routineFlags)&sqlscan.FlagRole != 0 && (info.Multi || res.routine) {
 		c.MarkRoleChanged()
 	}
-	s.noteDDL(info)
+	s.noteDDL(q, info)
 	s.xa = s.xa.after(info, res)
 	ev.xa = s.xa != xaNone
 	// A SET's effect is learnt from the statement, whatever the server

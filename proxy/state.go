@@ -392,16 +392,36 @@ func tableless(info *sqlscan.Info) bool {
 // noteDDL moves the DDL generation after a statement that may have changed
 // schema objects or privileges, which invalidates what tpproxy cached of
 // the server's answers (prepared statement metadata, the catalog).
-func (s *mirror) noteDDL(info *sqlscan.Info) {
-	switch info.Kind {
-	case sqlscan.KindCreate, sqlscan.KindDrop, sqlscan.KindAlter, sqlscan.KindOther, sqlscan.KindCall:
-	default:
+func (s *mirror) noteDDL(q []byte, info *sqlscan.Info) {
+	if !mayChangeObjects(info.Kind) {
 		if !info.Multi {
+			return
+		}
+		// A multi-statement query: any of its statements.
+		ddl := false
+		sqlscan.Split(q, s.mode, func(start, end int) {
+			if !ddl {
+				in := sqlscan.ScanMode(q[start:end], s.mode)
+				ddl = mayChangeObjects(in.Kind)
+			}
+		})
+		if !ddl {
 			return
 		}
 	}
 	s.srv.ddlGen.Add(1)
 	s.srv.catalog.Invalidate()
+}
+
+// mayChangeObjects reports the statement kinds that may change schema
+// objects or privileges: DDL, a CALL (whose procedure may run DDL), and
+// whatever tpproxy does not classify (GRANT, RENAME, TRUNCATE, ...).
+func mayChangeObjects(k sqlscan.Kind) bool {
+	switch k {
+	case sqlscan.KindCreate, sqlscan.KindDrop, sqlscan.KindAlter, sqlscan.KindOther, sqlscan.KindCall:
+		return true
+	}
+	return false
 }
 
 // followGlobals keeps the session's values when the server's globals

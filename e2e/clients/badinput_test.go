@@ -303,6 +303,80 @@ func TestMaxAllowedPacket(t *testing.T) {
 	// the server, see TestMaxAllowedPacketFollowsServer.
 }
 
+// TestMaxAllowedPacketBoundary: the server refuses a packet of exactly
+// max_allowed_packet bytes (ERR 1153, then it closes the connection), and
+// so does tpproxy; a packet tpproxy relays that the server refuses (its
+// own limit is higher) ends the client's connection after the server's
+// ERR 1153, as a direct one would end, instead of leaving it open on a
+// backend connection the server closed.
+//
+// Not parallel: it lowers the server's global value (to 1 MiB, and two
+// multi-packet sizes at 17 MiB) for the connections it opens.
+func TestMaxAllowedPacketBoundary(t *testing.T) {
+	ctx := testCtx(t, 120*time.Second)
+	var orig int
+	if err := env.Root(t).QueryRowContext(ctx, "SELECT @@GLOBAL.max_allowed_packet").Scan(&orig); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serverExec(t, fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", orig)) })
+	for _, server := range []int{1 << 20, 17 << 20} {
+		serverExec(t, fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", server))
+		maxPacketBoundary(t, ctx, server)
+	}
+}
+
+func maxPacketBoundary(t *testing.T, ctx context.Context, server int) {
+	// payload is COM_QUERY's byte and the text: SELECT LENGTH('...').
+	query := func(payload int) []byte {
+		const head = "SELECT LENGTH('"
+		return append([]byte{comQuery}, head+strings.Repeat("b", payload-1-len(head)-2)+"')"...)
+	}
+	outcome := func(addr, user, pass string, payload int) string {
+		c := mustRaw(t, ctx, addr, rawOptions{User: user, Password: pass, DB: proxytest.DB})
+		writeErr := make(chan error, 1)
+		go func() { writeErr <- c.command(query(payload)) }()
+		r, err := c.readResult()
+		var got string
+		switch {
+		case err != nil:
+			got = "no answer"
+		case r.Err != nil:
+			got = fmt.Sprintf("ERR %d", r.Err.Code)
+		default:
+			got = "rows"
+		}
+		if rs, err := c.query("SELECT 1"); err != nil || len(rs) == 0 {
+			got += ", then closed"
+		} else if rs[0].Err != nil {
+			got += fmt.Sprintf(", then ERR %d", rs[0].Err.Code)
+		} else {
+			got += ", then usable"
+		}
+		<-writeErr
+		return got
+	}
+	srv := env.Server(t)
+	direct := srv.Addr
+	px := env.StartProxy(t)
+	for _, payload := range []int{server - 1, server} {
+		want := outcome(direct, proxytest.User, proxytest.Password, payload)
+		if got := outcome(px.Addr, proxytest.User, proxytest.Password, payload); got != want {
+			t.Errorf("payload of %d bytes (max_allowed_packet %d): through tpproxy %q, directly %q", payload, server, got, want)
+		} else {
+			t.Logf("payload of %d bytes (max_allowed_packet %d): %s", payload, server, got)
+		}
+	}
+	// tpproxy's own limit above the server's: the server's refusal ends the
+	// session too.
+	loose := env.StartProxy(t, func(o *proxytest.Options) { o.Proxy.MaxAllowedPacket = 2 * server })
+	if got := outcome(loose.Addr, proxytest.User, proxytest.Password, server+1000); got != "ERR 1153, then closed" {
+		t.Errorf("a packet over the server's limit relayed: %q, want the server's ERR 1153, then the connection closed", got)
+	}
+	if st := loose.Pool.Stats(); st.Open > st.Size {
+		t.Errorf("pool: %+v", st)
+	}
+}
+
 // TestMaxAllowedPacketFollowsServer: with the default configuration the
 // proxy enforces the server's max_allowed_packet, which is what clients
 // read from @@max_allowed_packet and size their packets by (go-sql-driver

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/tpproxy/tpproxy/internal/proxytest"
+	"github.com/tpproxy/tpproxy/pool"
 )
 
 const (
@@ -75,7 +76,7 @@ func TestTwoThousandClients(t *testing.T) {
 		prev, baseline = n, n
 		return stable
 	})
-	const control = 1 // the pool's KILL connection, dialed on demand
+	const control = 1 + pool.LookupConns // the pool's KILL connection and the catalog's lookup connections, dialed on demand
 	limit := baseline + manyPoolSize + control
 
 	px := env.StartProxy(t, func(o *proxytest.Options) {

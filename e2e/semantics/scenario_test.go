@@ -60,7 +60,7 @@ type scenario struct {
 // Classes, in report order.
 var classes = []string{
 	"next-transaction", "roles", "lasting-set", "hidden-state", "last-insert-id",
-	"stmt-cache", "facilities", "xa", "differs", "session",
+	"stmt-cache", "facilities", "xa", "differs", "session", "set-forms", "locks", "internal", "call", "server-suite",
 }
 
 // step is one parsed step line.
@@ -195,7 +195,7 @@ func allScenarios() []*scenario {
 	for _, f := range []func() []*scenario{
 		nextTransactionScenarios, roleScenarios, lastingSetScenarios, hiddenStateScenarios,
 		lastInsertIDScenarios, stmtCacheScenarios, facilityScenarios, xaScenarios,
-		differsScenarios, sessionScenarios, sessionScenarios2,
+		differsScenarios, sessionScenarios, sessionScenarios2, setFormScenarios, lockScenarios, internalScenarios, callScenarios, serverSuiteScenarios,
 	} {
 		all = append(all, f()...)
 	}

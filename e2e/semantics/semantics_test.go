@@ -23,9 +23,13 @@ const (
 	// of a profiling session although profiling is off; tpproxy turns it
 	// off before its own re-initialisation, which must not be recorded.
 	limProfileReset = "profile history across COM_RESET_CONNECTION"
+	// What a connection's previous statement leaves for the next that no
+	// statement without a write can recreate elsewhere: a positive
+	// ROW_COUNT(), and the row number a SELECT leaves for warnings.
+	limEcho = "the previous statement's echo on another connection"
 )
 
-var limits = []string{limConnID, limStatus, limRowCount, limCache, limSchema, limProfileReset}
+var limits = []string{limConnID, limStatus, limRowCount, limCache, limSchema, limProfileReset, limEcho}
 
 type verdict string
 

@@ -42,6 +42,20 @@ func (c *Conn) relogin(ctx context.Context, a *Account) error {
 	if g.Plugin != mysqlwire.AuthNativePassword || len(g.Salt) < 20 || id == 0 || id > 255 {
 		return errNoChangeUser
 	}
+	// MariaDB keeps the active role across COM_CHANGE_USER when the new
+	// account has no default role (10.11; a fresh login has none then):
+	// it is given up first, so that the new login ends with exactly the
+	// roles a fresh one would have.
+	same := c.p.sameAccount(c.account, a)
+	if !(same && c.state.Role == "" && !c.roleChanged) && !(c.defaultRole == "NONE" && c.state.Role == "" && !c.roleChanged) {
+		if _, err := c.Exec(ctx, "SET ROLE NONE"); err != nil {
+			var me *mysqlwire.Error
+			if !errors.As(err, &me) {
+				return err
+			}
+			// No roles on this server: nothing to give up.
+		}
+	}
 	done := c.withDeadline(ctx)
 	err := c.changeUser(g, id, c.p.credentials(a))
 	done()
@@ -50,7 +64,14 @@ func (c *Conn) relogin(ctx context.Context, a *Account) error {
 		return err
 	}
 	c.account, c.acctInUse = a, c.p.inUseCount(c.p.accountName(a))
-	return c.afterLogin(ctx)
+	if err := c.afterLogin(ctx); err != nil {
+		return err
+	}
+	if !same {
+		// What that account's login activated is its default.
+		return c.learnDefaultRole(ctx)
+	}
+	return nil
 }
 
 // afterLogin brings a connection that COM_CHANGE_USER just logged in again

@@ -97,6 +97,10 @@ type Conn struct {
 	// COM_RESET_CONNECTION keeps the active role (MariaDB 10.11), so reset
 	// sets the account's default one again when roleChanged or State.Role.
 	roleChanged bool
+	// defaultRole is the SET ROLE argument that gives the connection the
+	// default roles of the account it is logged in as ("NONE": none), as a
+	// fresh login activates them.
+	defaultRole string
 	// txTrack: session_track_transaction_info is CHARACTERISTICS here, so
 	// OK packets report pending transaction characteristics.
 	txTrack bool
@@ -781,7 +785,7 @@ func (c *Conn) reset(ctx context.Context) error {
 	}
 	if c.state.Role != "" || c.roleChanged {
 		// The reset kept the session's roles; give back the account's.
-		if _, err = c.Exec(ctx, "SET ROLE "+c.p.SessionDefaults().Role); err != nil {
+		if _, err = c.Exec(ctx, "SET ROLE "+c.roleArg("")); err != nil {
 			return err
 		}
 	}
@@ -836,10 +840,29 @@ func (c *Conn) Sync(ctx context.Context, want *State) error {
 	if want.FoundRows != c.state.FoundRows || want.ExtMetadata != c.state.ExtMetadata || (want.Schema == "" && c.state.Schema != "") {
 		return ErrNeedsFreshConn
 	}
-	if want.Schema != c.state.Schema {
+	// Names the server reported (the schema, utf8) and read back (the
+	// role, converted to utf8mb4) go to it while the connection reads
+	// utf8mb4, whatever character set the previous session left; a name
+	// a client sent goes in the client's character set, once the
+	// session's variables are in place.
+	schema := want.Schema != c.state.Schema || want.SchemaRaw != c.state.SchemaRaw
+	if schema && !want.SchemaRaw {
+		if err := c.clientUTF8(ctx); err != nil {
+			return err
+		}
 		if err := c.initDB(ctx, want.Schema); err != nil {
 			return err
 		}
+	}
+	if want.Role != c.state.Role {
+		if err := c.clientUTF8(ctx); err != nil {
+			return err
+		}
+		if _, err := c.Exec(ctx, "SET ROLE "+c.roleArg(want.Role)); err != nil {
+			c.dirty = true
+			return err
+		}
+		c.state.SetRole(want.Role)
 	}
 	if stmt := setStatement(&c.state, want); stmt != "" {
 		if _, err := c.Exec(ctx, stmt); err != nil {
@@ -851,12 +874,12 @@ func (c *Conn) Sync(ctx context.Context, want *State) error {
 		c.state.ResultsCollation = want.ResultsCollation
 		c.state.sum = 0
 	}
-	if want.Role != c.state.Role {
-		if _, err := c.Exec(ctx, "SET ROLE "+c.p.roleArg(want.Role)); err != nil {
-			c.dirty = true
+	if schema && want.SchemaRaw {
+		// The server's name replaces it (the session takes it:
+		// SchemaNamed).
+		if err := c.initDB(ctx, want.Schema); err != nil {
 			return err
 		}
-		c.state.SetRole(want.Role)
 	}
 	if want.MultiStatementsOff != c.state.MultiStatementsOff {
 		if err := c.setMultiStatements(ctx, !want.MultiStatementsOff); err != nil {
@@ -866,15 +889,67 @@ func (c *Conn) Sync(ctx context.Context, want *State) error {
 	return nil
 }
 
+// initDB sends COM_INIT_DB and records the schema as the server reports
+// it (session tracking), or as sent when it reports none (the connection's
+// character set then is the one it was sent in).
 func (c *Conn) initDB(ctx context.Context, schema string) error {
 	defer c.withDeadline(ctx)()
 	if err := c.command(mysqlwire.ComInitDB, schema); err != nil {
 		return err
 	}
-	if _, err := c.readResult(nil); err != nil {
+	ok, err := c.readResult(nil)
+	if err != nil {
 		return err
 	}
-	c.state.SetSchema(schema)
+	if name, found := trackedSchema(ok.SessionState); found {
+		c.state.SetSchema(name)
+		return nil
+	}
+	cs, _ := c.state.Var("character_set_client")
+	c.state.SetSchemaIn(schema, cs)
+	return nil
+}
+
+// SchemaNamed is the server's name for the schema want names in a
+// client's character set, once a Sync gave c that schema: the session
+// records it so, and its connections agree with it from then on. ok is
+// false when there is nothing to take.
+func (c *Conn) SchemaNamed(want *State) (string, bool) {
+	if !want.SchemaRaw || c.state.SchemaRaw || c.state.Schema == "" {
+		return "", false
+	}
+	return c.state.Schema, true
+}
+
+// trackedSchema finds the schema entry in an OK's session state.
+func trackedSchema(info []byte) (string, bool) {
+	for len(info) > 0 {
+		e, rest, err := mysqlwire.NextStateEntry(info)
+		if err != nil {
+			return "", false
+		}
+		info = rest
+		if e.Type == mysqlwire.TrackSchema {
+			if name, err := mysqlwire.TrackedSchema(e.Data); err == nil {
+				return string(name), true
+			}
+		}
+	}
+	return "", false
+}
+
+// clientUTF8 makes the connection read statements in utf8mb4, for names
+// recorded in it (the state records the change; a Sync's variables put
+// the session's character set back).
+func (c *Conn) clientUTF8(ctx context.Context) error {
+	if cs, _ := c.state.Var("character_set_client"); isUTF8Charset(cs) {
+		return nil
+	}
+	if _, err := c.Exec(ctx, "SET SESSION character_set_client = utf8mb4"); err != nil {
+		c.dirty = true
+		return err
+	}
+	c.state.SetVar("character_set_client", "utf8mb4")
 	return nil
 }
 

@@ -2,6 +2,8 @@ package pool
 
 import (
 	"context"
+	"encoding/hex"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -29,7 +31,7 @@ type Defaults struct {
 
 // defaultsSQL reads Defaults. CURRENT_ROLE() is NULL on MariaDB without a
 // role and the string NONE on MySQL.
-const defaultsSQL = "SELECT @@SESSION.sql_mode, @@GLOBAL.wait_timeout, @@GLOBAL.interactive_timeout, CURRENT_ROLE()"
+const defaultsSQL = "SELECT @@SESSION.sql_mode, @@GLOBAL.wait_timeout, @@GLOBAL.interactive_timeout, " + currentRoleHex
 
 // learnDefaults reads the session defaults on a new connection. A failure
 // keeps what was known before.
@@ -44,7 +46,11 @@ func (p *Pool) learnDefaults(ctx context.Context, c *Conn) {
 		d.SQLMode = string(f[0])
 		d.WaitTimeout, _ = strconv.ParseInt(string(f[1]), 10, 64)
 		d.InteractiveTimeout, _ = strconv.ParseInt(string(f[2]), 10, 64)
-		d.Role = RoleArg(f[3], d.MariaDB)
+		role, err := unhexRole(f[3])
+		if err != nil {
+			return err
+		}
+		d.Role = RoleArg(role, d.MariaDB)
 		n++
 		return nil
 	})
@@ -52,6 +58,7 @@ func (p *Pool) learnDefaults(ctx context.Context, c *Conn) {
 		p.cfg.Logger.Debug("cannot read session defaults", "err", err)
 		return
 	}
+	c.defaultRole = d.Role
 	p.defaults.Store(&d)
 }
 
@@ -78,10 +85,66 @@ func RoleArg(current []byte, mariadb bool) string {
 	return string(current)
 }
 
-// roleArg is the SET ROLE argument for a State.Role.
-func (p *Pool) roleArg(role string) string {
-	if role == "" {
-		return p.SessionDefaults().Role
+// roleArg is the SET ROLE argument for a State.Role on c: "" is the
+// default roles of the account c is logged in as.
+func (c *Conn) roleArg(role string) string {
+	switch {
+	case role != "":
+		return role
+	case c.defaultRole != "":
+		return c.defaultRole
 	}
-	return role
+	return c.p.SessionDefaults().Role
+}
+
+// currentRoleHex is CURRENT_ROLE() in utf8mb4, the character set Sync
+// gives role names back in, as hex digits: a string result would come in
+// the connection's character_set_results, whatever a CONVERT asked for.
+const currentRoleHex = "HEX(CONVERT(CURRENT_ROLE() USING utf8mb4))"
+
+// unhexRole decodes currentRoleHex's value (nil: NULL, no role).
+func unhexRole(h []byte) ([]byte, error) {
+	if h == nil {
+		return nil, nil
+	}
+	b := make([]byte, hex.DecodedLen(len(h)))
+	if _, err := hex.Decode(b, h); err != nil {
+		return nil, fmt.Errorf("%w: CURRENT_ROLE() as hex: %w", mysqlwire.ErrMalformed, err)
+	}
+	return b, nil
+}
+
+// ReadRole reads the connection's active roles as the argument of the SET
+// ROLE that gives them back (in utf8mb4, the character set Sync replays it
+// in).
+func (c *Conn) ReadRole(ctx context.Context) (string, error) {
+	n := 0
+	var cur []byte
+	err := c.Query(ctx, "SELECT "+currentRoleHex+" LIMIT 1", func(row []byte) error {
+		f, err := mysqlwire.RowValues(nil, row)
+		if err == nil && len(f) == 1 {
+			cur, err = unhexRole(f[0])
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if n != 1 {
+		return "", fmt.Errorf("%w: CURRENT_ROLE() gave %d rows", ErrBroken, n)
+	}
+	return RoleArg(cur, c.p.SessionDefaults().MariaDB || strings.Contains(c.version, "MariaDB")), nil
+}
+
+// learnDefaultRole reads the roles a login of c's account activates: what
+// restores the account's defaults on c (its reset, a session of that
+// account without a role of its own).
+func (c *Conn) learnDefaultRole(ctx context.Context) error {
+	role, err := c.ReadRole(ctx)
+	if err != nil {
+		return err
+	}
+	c.defaultRole = role
+	return nil
 }

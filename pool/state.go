@@ -22,6 +22,11 @@ type Var struct {
 // that runs a session's statement is first brought to the session's State.
 // The zero value is a fresh connection with no schema.
 type State struct {
+	// Schema is the default schema as the server names it in session
+	// tracking (utf8), or, when SchemaRaw, the bytes a client sent in its
+	// character set (COM_INIT_DB, the handshake), which the next Sync gives
+	// the server in the session's character set and replaces with the
+	// server's name for it.
 	Schema string
 	// Vars is sorted by Name; a variable appears at most once.
 	Vars []Var
@@ -33,13 +38,16 @@ type State struct {
 	ResultsCollation string
 	// Role is the argument of the SET ROLE that gives a connection the
 	// session's active roles ("NONE", a quoted role name, or MySQL's
-	// quoted role list); "" when the session never set a role, so it has
-	// the account's default roles, as every fresh or reset connection does.
+	// quoted role list), in utf8mb4; "" when the session never set a role,
+	// so it has the account's default roles, as every fresh or reset
+	// connection does.
 	Role string
 	// MultiStatementsOff records COM_SET_OPTION(MYSQL_OPTION_MULTI_STATEMENTS_OFF);
 	// connections are dialed with multi-statements on.
 	MultiStatementsOff bool
 	FoundRows          bool
+	// SchemaRaw: Schema is a client's bytes, not yet the server's name.
+	SchemaRaw bool
 	// ExtMetadata: the connection sends MariaDB's extended column
 	// metadata (MARIADB_CLIENT_EXTENDED_METADATA), fixed when dialed like
 	// FoundRows, for clients that asked for it.
@@ -87,6 +95,9 @@ func (s *State) rehash() {
 	if s.ExtMetadata {
 		flags |= 4
 	}
+	if s.SchemaRaw {
+		flags |= 8
+	}
 	h.WriteByte(flags)
 	s.sum = h.Sum64()
 }
@@ -101,17 +112,41 @@ func (s *State) Sum() uint64 {
 
 // Equal reports whether two states are the same.
 func (s *State) Equal(o *State) bool {
-	return s.Sum() == o.Sum() && s.Schema == o.Schema && s.Role == o.Role && s.ResultsCollation == o.ResultsCollation &&
+	return s.Sum() == o.Sum() && s.Schema == o.Schema && s.SchemaRaw == o.SchemaRaw && s.Role == o.Role && s.ResultsCollation == o.ResultsCollation &&
 		s.MultiStatementsOff == o.MultiStatementsOff && s.FoundRows == o.FoundRows && s.ExtMetadata == o.ExtMetadata &&
 		slices.Equal(s.Vars, o.Vars)
 }
 
-// SetSchema records a new default schema.
-func (s *State) SetSchema(name string) {
-	if s.Schema != name {
-		s.Schema = name
+// SetSchema records a new default schema, named as the server names it.
+func (s *State) SetSchema(name string) { s.SetSchemaIn(name, "") }
+
+// SetSchemaIn records a new default schema whose name a client sent in
+// character set cs ("" or a name in ASCII: as the server names it).
+func (s *State) SetSchemaIn(name, cs string) {
+	s.SetSchemaAs(name, !isASCII(name) && cs != "" && !isUTF8Charset(cs))
+}
+
+// SetSchemaAs records a schema with its SchemaRaw (to put back one saved).
+func (s *State) SetSchemaAs(name string, raw bool) {
+	if s.Schema != name || s.SchemaRaw != raw {
+		s.Schema, s.SchemaRaw = name, raw
 		s.sum = 0
 	}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// isUTF8Charset reports the character sets whose bytes are the server's
+// own names (utf8mb3, utf8mb4, and their alias utf8).
+func isUTF8Charset(cs string) bool {
+	return cs == "utf8mb4" || cs == "utf8mb3" || cs == "utf8"
 }
 
 // SetVar records the value of a session variable.

@@ -129,11 +129,14 @@ func (s *Session) initDB(ctx context.Context, db string) error {
 	if db == "" {
 		return s.writeErr(errNoDatabase)
 	}
-	prev := s.state.Schema
-	s.state.SetSchema(db)
+	prev := struct {
+		Schema    string
+		SchemaRaw bool
+	}{s.state.Schema, s.state.SchemaRaw}
+	s.state.SetSchemaIn(db, s.clientCharset())
 	c, err := s.backendFor(ctx, &s.task, false, false)
 	if err != nil {
-		s.state.SetSchema(prev)
+		s.state.SetSchemaAs(prev.Schema, prev.SchemaRaw)
 		return s.writeErr(err)
 	}
 	s.releaseIfUnpinned(c)

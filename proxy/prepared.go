@@ -136,7 +136,7 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 			id:  s.srv.stmtCache.nextID.Add(1),
 			sql: slices.Clone(sql),
 			key: key,
-			state: pool.State{Schema: s.state.Schema, Vars: slices.Clone(s.state.Vars), Role: s.state.Role, ResultsCollation: s.state.ResultsCollation,
+			state: pool.State{Schema: s.state.Schema, SchemaRaw: s.state.SchemaRaw, Vars: slices.Clone(s.state.Vars), Role: s.state.Role, ResultsCollation: s.state.ResultsCollation,
 				MultiStatementsOff: s.state.MultiStatementsOff, FoundRows: s.state.FoundRows, ExtMetadata: s.state.ExtMetadata},
 		}
 		e.state.Sum() // computed before sessions share it

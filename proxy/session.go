@@ -323,7 +323,6 @@ func (s *mirror) initState(db string, caps, extCaps uint32) {
 	s.state = pool.State{
 		Account:            s.state.Account, // set by authenticate
 		Owner:              s.srv.nextOwner.Add(1),
-		Schema:             db,
 		Vars:               pool.CharsetVars(s.collation.charset, s.collation.name),
 		MultiStatementsOff: caps&capMultiStatements == 0,
 		FoundRows:          caps&capFoundRows != 0,
@@ -331,6 +330,8 @@ func (s *mirror) initState(db string, caps, extCaps uint32) {
 		// The login collation is the results collation too.
 		ResultsCollation: s.collation.name,
 	}
+	// The client named the schema in its login character set.
+	s.state.SetSchemaIn(db, s.collation.charset)
 	s.globals = s.pool.Globals()
 	// CLIENT_IGNORE_SPACE adds IGNORE_SPACE to the session's sql_mode.
 	if caps&capIgnoreSpace != 0 {
@@ -431,6 +432,12 @@ func (s *mirror) backendFor(ctx context.Context, task *scheduler.Task, lenient, 
 		keep.SetSchema(c.State().Schema)
 		err = c.Sync(ctx, &keep)
 	}
+	if err == nil {
+		if name, ok := c.SchemaNamed(&s.state); ok {
+			// The server's name for the schema the client named.
+			s.state.SetSchema(name)
+		}
+	}
 	if err != nil {
 		if c != s.pinned {
 			dead := c.DeadOnArrival(err)
@@ -461,6 +468,13 @@ func (s *mirror) backendFor(ctx context.Context, task *scheduler.Task, lenient, 
 		return nil, err
 	}
 	return c, nil
+}
+
+// clientCharset is the character set the session's client sends
+// statements in.
+func (s *mirror) clientCharset() string {
+	cs, _ := s.state.Var("character_set_client")
+	return cs
 }
 
 // releaseIfUnpinned returns c to the pool unless the session keeps it.

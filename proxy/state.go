@@ -303,24 +303,13 @@ func chisticsOf(data []byte) int8 {
 }
 
 // learnRole records the session's active roles after SET ROLE, as the
-// argument of the SET ROLE that restores them elsewhere.
+// argument of the SET ROLE that restores them elsewhere (in utf8mb4, which
+// Sync replays it in).
 func (s *mirror) learnRole(ctx context.Context, c *pool.Conn) bool {
-	var cur []byte
-	n := 0
-	err := c.Query(ctx, "SELECT CURRENT_ROLE() LIMIT 1", func(row []byte) error {
-		f, err := mysqlwire.RowValues(nil, row)
-		if err == nil && len(f) == 1 {
-			if f[0] != nil {
-				cur = append([]byte{}, f[0]...)
-			}
-			n++
-		}
-		return err
-	})
-	if err != nil || n != 1 {
+	arg, err := c.ReadRole(ctx)
+	if err != nil {
 		return false
 	}
-	arg := pool.RoleArg(cur, s.mode.MariaDB)
 	s.state.SetRole(arg)
 	c.State().SetRole(arg)
 	return true

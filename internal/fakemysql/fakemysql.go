@@ -14,6 +14,7 @@
 package fakemysql
 
 import (
+	"encoding/hex"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -670,7 +671,7 @@ func (c *conn) lastInsertID(expr string) (string, bool) {
 // selectQuery answers SELECT of comma-separated expressions it knows:
 // numbers, quoted strings, @user and @@[SESSION.|GLOBAL.]system variables,
 // DATABASE(), CONNECTION_ID(), LAST_INSERT_ID([n]), CURRENT_ROLE(),
-// VERSION(); and the pool's read of information_schema.SYSTEM_VARIABLES.
+// VERSION(), CONVERT(expr USING cs); and the pool's read of information_schema.SYSTEM_VARIABLES.
 func (c *conn) selectQuery(list string) Answer {
 	if strings.Contains(strings.ToUpper(list), "FROM INFORMATION_SCHEMA.SYSTEM_VARIABLES") {
 		a := Result([]string{"VARIABLE_NAME", "GLOBAL_VALUE", "SCOPE"})
@@ -682,6 +683,9 @@ func (c *conn) selectQuery(list string) Answer {
 			a.Rows = append(a.Rows, []any{k, v, session})
 		}
 		return a
+	}
+	if i := strings.LastIndex(strings.ToUpper(list), " LIMIT "); i > 0 && !strings.ContainsAny(list[i:], "'\"") {
+		list = list[:i] // a LIMIT of one row or more: the one row
 	}
 	var row []any
 	var cols []string
@@ -712,6 +716,16 @@ func (c *conn) value(e string) (any, bool) {
 		return c.id, true
 	case u == "CURRENT_ROLE()" || u == "NULL":
 		return nil, true
+	case strings.HasPrefix(u, "HEX(") && strings.HasSuffix(u, ")"):
+		v, ok := c.value(strings.TrimSpace(e[len("HEX(") : len(e)-1]))
+		if !ok || v == nil {
+			return nil, ok
+		}
+		return strings.ToUpper(hex.EncodeToString([]byte(fmt.Sprint(v)))), true
+	case strings.HasPrefix(u, "CONVERT(") && strings.HasSuffix(u, ")") && strings.Contains(u, " USING "):
+		// CONVERT(expr USING charset): the value, whatever the set.
+		inner := e[len("CONVERT(") : len(e)-1]
+		return c.value(strings.TrimSpace(inner[:strings.LastIndex(strings.ToUpper(inner), " USING ")]))
 	case u == "VERSION()":
 		return c.s.cfg.Version, true
 	case strings.HasPrefix(u, "LAST_INSERT_ID("):

@@ -75,6 +75,8 @@ var (
 	descPrepBackend     = desc("prepared_statements_backend", "Statements prepared on backend connections now.")
 	descPrepReprepares  = desc("prepared_statement_reprepares_total", "Executes retried after the server asked for a new prepare.")
 	descCatalogFailures = desc("catalog_lookup_failures_total", "Statements the catalog could not judge in time (the session kept its backend connection instead).")
+	descBufferBytes     = desc("client_buffer_bytes", "Memory the sessions' packet buffers hold beyond their resident ones.")
+	descBufferLimit     = desc("client_buffer_limit_bytes", "max_buffer_memory (0: no bound).")
 	descPrepBackendPrep = desc("backend_prepares_total", "COM_STMT_PREPAREs sent to the backend.")
 	descPrepEvictions   = desc("backend_prepared_evictions_total", "Statements closed on a backend connection to stay under its cap.")
 	descShuttingDown    = desc("shutting_down", "1 once a graceful shutdown has begun.")
@@ -100,7 +102,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descBackendWait, descBackendDials, descBackendDialErrs, descBackendResets, descBackendReplaced,
 		descBackendBroken, descBackendExpired, descBackendHealth, descBackendHealthKO, descBackendKills,
 		descBackendSwitches, descBackendRefused, descBackendAccount,
-		descPrepClient, descPrepCached, descPrepBackend, descPrepReprepares, descCatalogFailures, descPrepBackendPrep,
+		descPrepClient, descPrepCached, descPrepBackend, descPrepReprepares, descCatalogFailures, descBufferBytes, descBufferLimit, descPrepBackendPrep,
 		descPrepEvictions, descShuttingDown,
 	} {
 		ch <- d
@@ -143,6 +145,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, descBytesOut, m.BytesSent)
 	counter(ch, descPrepReprepares, st.Reprepares)
 	counter(ch, descCatalogFailures, st.CatalogFailures)
+	gauge(ch, descBufferBytes, float64(st.BufferBytes))
+	gauge(ch, descBufferLimit, float64(st.BufferLimit))
 	gauge(ch, descPrepClient, float64(st.ClientStatements))
 	gauge(ch, descPrepCached, float64(st.CachedStatements))
 	gauge(ch, descShuttingDown, b2f(m.Draining))

@@ -61,6 +61,9 @@ var (
 	errNoDatabase        = &mysqlwire.Error{Code: erNoDB, State: "3D000", Message: "No database selected"}
 	errConnectionKilled  = &mysqlwire.Error{Code: erConnectionKilled, State: "70100", Message: "Connection was killed"}
 	errQueryInterrupted  = &mysqlwire.Error{Code: erQueryInterrupted, State: "70100", Message: "Query execution was interrupted"}
+	// errOutOfMemory: a packet's buffer could not get memory within
+	// max_buffer_memory in time (ER_OUT_OF_RESOURCES).
+	errOutOfMemory       = &mysqlwire.Error{Code: 1041, State: "HY000", Message: "Out of memory; tpproxy's packet buffers hold max_buffer_memory: try again, or raise max_buffer_memory"}
 	errLoadLocalDisabled = &mysqlwire.Error{Code: erNotAllowedCommand, State: "42000",
 		Message: "The used command is not allowed with this MySQL version (tpproxy: load_data_local is disabled)"}
 )

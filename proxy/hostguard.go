@@ -122,3 +122,10 @@ func (srv *Server) FlushHosts() int { return srv.hosts.flush() }
 // SetMaxConnectErrors changes the limit of failed logins per client
 // address (0: off); counts so far are kept.
 func (srv *Server) SetMaxConnectErrors(n int) { srv.hosts.limit.Store(int64(max(n, 0))) }
+
+// SetMaxBufferMemory changes max_buffer_memory (0: no bound).
+func (srv *Server) SetMaxBufferMemory(n int64) { srv.budget.SetLimit(n) }
+
+// BufferMemory is what the sessions' packet buffers hold beyond their
+// resident ones now, and the bound (0: none).
+func (srv *Server) BufferMemory() (used, limit int64) { return srv.budget.Used(), srv.budget.Limit() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -27,11 +28,16 @@ func (srv *Server) reaper(ctx context.Context) {
 	t := time.NewTicker(watchAfter / 2)
 	defer t.Stop()
 	var batch []*Session
+	lastFree := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			if now.Sub(lastFree) >= freeEvery {
+				lastFree = now
+				srv.freeBuffers()
+			}
 			srv.mu.Lock()
 			batch = batch[:0]
 			for _, s := range srv.sessions {
@@ -45,6 +51,25 @@ func (srv *Server) reaper(ctx context.Context) {
 			clear(batch)
 			batch = srv.wakeExpired(now, batch)
 		}
+	}
+}
+
+// freeEvery is how often the reaper sees whether packet buffers gave back
+// enough memory to hand it to the operating system.
+const freeEvery = 5 * time.Second
+
+// freeReturnAt is how much the packet buffers must have shrunk since
+// their peak for the memory to be returned at once rather than by the
+// runtime's scavenger in its own time.
+const freeReturnAt = 8 << 20
+
+// freeBuffers returns memory the packet buffers held to the operating
+// system when they gave back much of it (clients that claimed large
+// packets left, say): RSS follows what is buffered, not what once was.
+func (srv *Server) freeBuffers() {
+	peak := srv.budget.TakePeak()
+	if peak-srv.budget.Used() >= freeReturnAt {
+		debug.FreeOSMemory()
 	}
 }
 

@@ -35,6 +35,9 @@ type Config struct {
 	// backend's max_allowed_packet (64 MiB until it is known), which is the
 	// value clients read from @@max_allowed_packet.
 	MaxAllowedPacket int
+	// MaxBufferMemory bounds the memory all sessions' packet buffers hold
+	// beyond their resident ones (0: no bound); past it, reads wait.
+	MaxBufferMemory int64
 	// ServerVersion is announced to clients; "" means the backend's own.
 	ServerVersion string
 	// AuthPlugin is the plugin announced in the handshake:
@@ -127,7 +130,10 @@ type Server struct {
 	users atomic.Pointer[userStore]
 	rsa   rsaKeys
 	bufs  *mysqlwire.BufferPool
-	chars charsets
+	// budget bounds what all sessions' readers hold beyond their resident
+	// buffers (max_buffer_memory).
+	budget *mysqlwire.Budget
+	chars  charsets
 
 	// poll holds parked sessions (see parkAfter), started on first use.
 	poll     *poller
@@ -190,6 +196,7 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 		sched:    s,
 		log:      cfg.Logger,
 		bufs:     mysqlwire.NewBufferPool(clientBufSize),
+		budget:   mysqlwire.NewBudget(cfg.MaxBufferMemory),
 		sessions: make(map[uint32]*Session),
 	}
 	srv.stmtCache = newStmtCache(cfg.StatementCacheSize)
@@ -487,6 +494,9 @@ type Stats struct {
 	CachedStatements int    // distinct statements in the statement cache
 	Reprepares       uint64 // executes retried after the server asked to prepare again
 	CatalogFailures  uint64 // statements the catalog could not judge (they counted as stateful)
+
+	BufferBytes int64 // sessions' packet buffers beyond their resident ones
+	BufferLimit int64 // max_buffer_memory (0: none)
 }
 
 // Stats returns a snapshot of the front end.
@@ -509,5 +519,6 @@ func (srv *Server) Stats() Stats {
 	st.CachedStatements = srv.stmtCache.len()
 	st.Reprepares = srv.stats.reprepares.Load()
 	st.CatalogFailures = srv.stats.catalogFailures.Load()
+	st.BufferBytes, st.BufferLimit = srv.BufferMemory()
 	return st
 }

@@ -65,10 +65,20 @@ func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
 	s.task.ConnID = s.id
 	s.small = smallBufs.Get().(*[smallBufSize]byte)
 	s.r = mysqlwire.NewReader(nc, s.small[:], srv.bufs)
-	s.r.MaxPacket = int(srv.maxPacketOf(s.pool))
+	// Before the client has logged in, it may send the little a login
+	// takes; the server's max_allowed_packet comes after.
+	s.r.MaxPacket = min(preAuthMaxPacket, int(srv.maxPacketOf(s.pool)))
+	s.r.Budget = srv.budget
 	s.w = mysqlwire.NewWriter(nc, srv.bufs)
 	return s
 }
+
+// preAuthMaxPacket is the largest packet a client may send before it has
+// logged in: a handshake response (user, scramble, schema, plugin,
+// connection attributes) and the exchanges of the authentication plugins
+// fit in a few KiB. A session that has not logged in holds at most this
+// much buffer, whatever a packet header claims.
+const preAuthMaxPacket = 64 << 10
 
 // logger returns the session's logger, built on first use because most
 // sessions never log.
@@ -91,6 +101,14 @@ func (s *Session) debug(msg string, args ...any) {
 // whether the session parked instead of ending (see parkAfter).
 func (s *Session) run(ctx context.Context) (parked bool) {
 	err := s.handshake(ctx)
+	switch {
+	case err == nil:
+		s.r.MaxPacket = int(s.srv.maxPacketOf(s.pool))
+	case errors.Is(err, mysqlwire.ErrPacketTooLarge):
+		// The server's answer to a packet over its limit.
+		s.w.SetSeq(s.r.Seq() + 1)
+		_ = s.writeErr(errPacketTooLarge)
+	}
 	// Idle sessions hold no large buffers: give back what the handshake
 	// used, after sending what it owes (an error, say).
 	_ = s.w.Flush()
@@ -208,6 +226,12 @@ func (s *Session) serve() (parked bool) {
 				s.w.SetSeq(1)
 				_ = s.writeErr(errPacketsOutOfOrder)
 				_ = s.w.Flush()
+			case errors.Is(err, mysqlwire.ErrBudget):
+				// Other sessions' packets hold all of max_buffer_memory
+				// and gave none of it back in time.
+				s.w.SetSeq(s.r.Seq() + 1)
+				_ = s.writeErr(errOutOfMemory)
+				_ = s.w.Flush()
 			}
 			s.logEnd(err)
 			return false
@@ -292,6 +316,7 @@ func (s *Session) teardown() {
 	s.pinsNow.Store(0)
 	_ = s.nc.Close()
 	s.w.Release()
+	s.r.Drop()
 }
 
 // releasePinned gives back the pinned connection of a session that ends

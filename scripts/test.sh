@@ -44,6 +44,8 @@ done <<'TARGETS'
 ./proxy/internal/sqlscan FuzzScan
 ./proxy/internal/sqlscan FuzzScanMode
 ./proxy/internal/sqlscan FuzzInsertFixes
+./proxy/internal/sqlscan FuzzSplit
+./proxy/internal/sqlscan FuzzBodySetsSession
 ./internal/mysqlwire FuzzParseOK
 ./internal/mysqlwire FuzzParseERR
 ./internal/mysqlwire FuzzReader

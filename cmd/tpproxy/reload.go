@@ -240,6 +240,7 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 	r.front.SetSlowQueue(next.Log.SlowQueue)
 	r.front.SetMaxClientConnections(next.MaxClientConnections)
 	r.front.SetMaxConnectErrors(next.MaxConnectErrors)
+	r.front.SetMaxBufferMemory(int64(next.MaxBufferMemory))
 	r.shutdownTimeout.Store(int64(next.ShutdownTimeout))
 	return nil
 }

@@ -297,6 +297,7 @@ func proxyConfig(cfg *config.Config, log *slog.Logger) (proxy.Config, error) {
 	return proxy.Config{
 		MaxClientConnections:   cfg.MaxClientConnections,
 		MaxAllowedPacket:       int(cfg.MaxAllowedPacket),
+		MaxBufferMemory:        int64(cfg.MaxBufferMemory),
 		ServerVersion:          cfg.ServerVersion,
 		AuthPlugin:             string(cfg.AuthPlugin),
 		LoadDataLocal:          cfg.LoadDataLocal,

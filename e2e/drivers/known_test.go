@@ -19,10 +19,6 @@ var knownProxy = map[string]string{
 
 	// 12 autocommit=0 sessions on a pool of 8: the first 8 pin every backend.
 
-	// FOUND_ROWS() is always 1 through the proxy.
-	"pymysql/found_rows": "SQL-level EXECUTE of a prepared SELECT FOUND_ROWS() right after EXECUTE of a SQL_CALC_FOUND_ROWS statement: 10 directly, 1 through the proxy (its LAST_INSERT_ID read-back after an EXECUTE runs a SELECT on the connection, which the count does not survive; README Known limits). The plain, LIMIT, SQL_CALC_FOUND_ROWS, INSERT ... SELECT and protocol-prepared forms agree",
-	"mysqldb/found_rows": "SQL-level EXECUTE of a prepared SELECT FOUND_ROWS() right after EXECUTE of a SQL_CALC_FOUND_ROWS statement: 10 directly, 1 through the proxy (its LAST_INSERT_ID read-back after an EXECUTE runs a SELECT on the connection, which the count does not survive; README Known limits). The plain, LIMIT, SQL_CALC_FOUND_ROWS, INSERT ... SELECT and protocol-prepared forms agree",
-
 	// Prepared KILL (README: tpproxy error 1295).
 
 	// MariaDB's extended type info (format=json) is not relayed.

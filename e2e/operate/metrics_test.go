@@ -72,6 +72,8 @@ var families = map[string]dto.MetricType{
 	"tpproxy_prepared_statements_backend":                  dto.MetricType_GAUGE,
 	"tpproxy_prepared_statement_reprepares_total":          dto.MetricType_COUNTER,
 	"tpproxy_catalog_lookup_failures_total":                dto.MetricType_COUNTER,
+	"tpproxy_client_buffer_bytes":                          dto.MetricType_GAUGE,
+	"tpproxy_client_buffer_limit_bytes":                    dto.MetricType_GAUGE,
 	"tpproxy_backend_prepares_total":                       dto.MetricType_COUNTER,
 	"tpproxy_backend_prepared_evictions_total":             dto.MetricType_COUNTER,
 	"tpproxy_shutting_down":                                dto.MetricType_GAUGE,

@@ -57,6 +57,8 @@ const (
 const (
 	MinAllowedPacket ByteSize = 1 * KiB
 	MaxAllowedPacket ByteSize = 1 * GiB
+	// MinBufferMemory is the least max_buffer_memory: a few packets.
+	MinBufferMemory ByteSize = 1 * MiB
 	MaxPoolSize               = 10000
 )
 
@@ -76,6 +78,10 @@ type Config struct {
 	// default) takes the backend's @@global.max_allowed_packet, which is
 	// also what clients read from @@max_allowed_packet.
 	MaxAllowedPacket ByteSize `mapstructure:"max_allowed_packet"`
+	// MaxBufferMemory bounds the memory all client packet buffers hold
+	// together beyond each session's resident one; past it, reads of
+	// large packets wait. 0: no bound.
+	MaxBufferMemory ByteSize `mapstructure:"max_buffer_memory"`
 	// ServerVersion is the version string announced to clients; empty means
 	// the backend's own.
 	ServerVersion string `mapstructure:"server_version"`
@@ -279,6 +285,7 @@ func Default() Config {
 		MaxClientConnections: 10000,
 		MaxConnectErrors:     100,
 		MaxAllowedPacket:     0,
+		MaxBufferMemory:      256 * MiB,
 		ServerVersion:        "",
 		AuthPlugin:           AuthNativePassword,
 		LoadDataLocal:        false,

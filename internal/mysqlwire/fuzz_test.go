@@ -51,11 +51,24 @@ func FuzzReader(f *testing.F) {
 	f.Add(append(packet(0, []byte{1}), packet(1, []byte{2, 3})...), 8)
 	f.Add([]byte{0xff, 0xff, 0xff, 0, 1, 2, 3}, 4)
 	f.Fuzz(func(t *testing.T, stream []byte, max int) {
+		b := NewBudget(0)
 		r := NewReader(bytes.NewReader(stream), make([]byte, 16), NewBufferPool(64))
 		r.MaxPacket = max
+		r.Budget = b
+		defer func() {
+			r.Drop()
+			if n := b.Used(); n != 0 {
+				t.Fatalf("after Drop the budget holds %d bytes", n)
+			}
+		}()
 		total := 0
 		for i := 0; i < 100; i++ {
 			p, err := r.ReadPacket()
+			// Memory follows what arrived: at most twice the stream, and a
+			// step, whatever the headers claim.
+			if n := b.Used(); n > 2*int64(len(stream))+2*growStep+64 {
+				t.Fatalf("%d bytes of buffer for a %d-byte stream", n, len(stream))
+			}
 			if err != nil {
 				return
 			}
@@ -63,7 +76,7 @@ func FuzzReader(f *testing.F) {
 			if total > len(stream) {
 				t.Fatalf("read %d payload bytes from a %d-byte stream", total, len(stream))
 			}
-			if max > 0 && len(p) > max {
+			if max > 0 && len(p) >= max {
 				t.Fatalf("packet of %d bytes passed MaxPacket %d", len(p), max)
 			}
 			r.Shrink()

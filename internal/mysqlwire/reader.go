@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // MaxPayload is the largest payload of one physical packet; a logical packet
@@ -75,6 +76,138 @@ type Reader struct {
 
 	// MaxPacket bounds the logical packets ReadPacket accepts; 0 means no bound.
 	MaxPacket int
+
+	// Budget, when set, is charged with every byte of buffer the reader
+	// holds beyond its resident one (charged), and makes the reader wait
+	// when the budget is spent.
+	Budget  *Budget
+	charged int64
+}
+
+// Budget bounds the memory a set of readers holds in packet buffers
+// beyond their resident ones. A reader that needs more waits (at most
+// budgetWait) for others to give theirs back; one holding nothing
+// beyond its resident buffer may always take the first step, so that a
+// budget smaller than a packet slows readers but never stops them all.
+type Budget struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	limit int64
+	used  int64
+	peak  int64
+}
+
+// budgetWait bounds a reader's wait for the budget: past it the read
+// fails with ErrBudget.
+var budgetWait = 10 * time.Second
+
+// ErrBudget is returned by a read that waited longer than budgetWait for
+// buffer memory.
+var ErrBudget = errors.New("mysqlwire: packet buffer memory exhausted (max_buffer_memory)")
+
+// NewBudget returns a budget of limit bytes (0 or less: no limit).
+func NewBudget(limit int64) *Budget {
+	b := &Budget{limit: limit}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// SetLimit changes the limit; waiting readers try again.
+func (b *Budget) SetLimit(limit int64) {
+	b.mu.Lock()
+	b.limit = limit
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// Used is the memory charged now; Limit the bound.
+func (b *Budget) Used() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// Limit is the budget's bound (0 or less: none).
+func (b *Budget) Limit() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limit
+}
+
+// TakePeak returns the highest use since the last call and starts over
+// from the current one.
+func (b *Budget) TakePeak() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peak
+	b.peak = b.used
+	return p
+}
+
+// acquire charges n bytes to a reader that holds held already, waiting
+// while that would go over the limit.
+func (b *Budget) acquire(n, held int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var timer *time.Timer
+	expired := false
+	for b.limit > 0 && b.used+n > b.limit && held > 0 {
+		if timer == nil {
+			timer = time.AfterFunc(budgetWait, func() {
+				b.mu.Lock()
+				expired = true
+				b.mu.Unlock()
+				b.cond.Broadcast()
+			})
+			defer timer.Stop()
+		}
+		if expired {
+			return ErrBudget
+		}
+		b.cond.Wait()
+	}
+	b.used += n
+	if b.used > b.peak {
+		b.peak = b.used
+	}
+	return nil
+}
+
+// release gives n bytes back.
+func (b *Budget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// charge moves the reader's charge to total bytes.
+func (r *Reader) charge(total int64) error {
+	if r.Budget == nil {
+		return nil
+	}
+	switch d := total - r.charged; {
+	case d > 0:
+		if err := r.Budget.acquire(d, r.charged); err != nil {
+			return err
+		}
+	case d < 0:
+		r.Budget.release(-d)
+	}
+	r.charged = total
+	return nil
+}
+
+// extra is what the reader holds beyond its resident buffer.
+func (r *Reader) extra(bufLen int) int64 {
+	n := int64(cap(r.joined))
+	if bufLen != len(r.small) {
+		n += int64(bufLen)
+	}
+	return n
 }
 
 // NewReader returns a reader on rd that uses small as its resident buffer and
@@ -125,7 +258,8 @@ func (r *Reader) Buffered() int { return r.w - r.r }
 // Shrink returns a borrowed or grown buffer when nothing is buffered, so an
 // idle connection keeps only its small buffer.
 func (r *Reader) Shrink() {
-	if cap(r.joined) > 64<<10 {
+	defer func() { _ = r.charge(r.extra(len(r.buf))) }()
+	if cap(r.joined) > 64<<10 && !r.joining {
 		r.joined = nil
 	}
 	if r.r != r.w {
@@ -142,20 +276,40 @@ func (r *Reader) Shrink() {
 	}
 }
 
-// ensure makes n bytes available in the buffer, reading as needed.
+// Drop forgets whatever is buffered and gives back every buffer beyond the
+// resident one (and its charge), for a reader whose stream is done.
+func (r *Reader) Drop() {
+	r.r, r.w = 0, 0
+	r.joining = false
+	r.joined = nil
+	r.Shrink()
+}
+
+// growStep is the least a full buffer grows by.
+const growStep = 16 << 10
+
+// ensure makes n bytes available in the buffer, reading as needed. The
+// buffer grows as bytes arrive, never to what a header claims before its
+// bytes are there: a peer that announces 16 MiB and sends 4 KiB makes the
+// reader hold a few KiB, not 16 MiB.
 func (r *Reader) ensure(n int) error {
 	if r.w-r.r >= n {
 		return nil
 	}
-	if n > len(r.buf) {
-		r.grow(n)
-	} else if r.r+n > len(r.buf) {
+	if r.r > 0 && r.r+n > len(r.buf) {
 		// Not enough room after the unread bytes: move them to the front.
 		copy(r.buf, r.buf[r.r:r.w])
 		r.w -= r.r
 		r.r = 0
 	}
 	for r.w-r.r < n {
+		if r.w == len(r.buf) {
+			// Full, and the packet wants more: room for what may come
+			// next, at most twice what arrived so far.
+			if err := r.grow(min(n, max(2*len(r.buf), r.w+growStep))); err != nil {
+				return err
+			}
+		}
 		m, err := r.rd.Read(r.buf[r.w:])
 		r.w += m
 		if err != nil {
@@ -173,14 +327,21 @@ func (r *Reader) ensure(n int) error {
 
 // grow replaces the buffer by one of at least n bytes, keeping unread data.
 // Without a pool the grown buffer becomes the resident one.
-func (r *Reader) grow(n int) {
+func (r *Reader) grow(n int) error {
+	size := n
+	if r.pool != nil && n <= r.pool.Size() {
+		size = r.pool.Size()
+	}
+	if err := r.charge(r.extra(size)); err != nil {
+		return err
+	}
 	var nb []byte
 	var big *[]byte
 	if r.pool != nil && n <= r.pool.Size() {
 		big = r.pool.Get()
 		nb = *big
 	} else {
-		nb = make([]byte, max(2*len(r.buf), n))
+		nb = make([]byte, n)
 	}
 	copy(nb, r.buf[r.r:r.w])
 	r.w -= r.r
@@ -193,6 +354,7 @@ func (r *Reader) grow(n int) {
 	}
 	r.buf = nb
 	r.big = big
+	return nil
 }
 
 // Fill blocks until at least one more byte is buffered without consuming
@@ -258,6 +420,9 @@ func (r *Reader) ReadPacket() ([]byte, error) {
 		if len(payload) < MaxPayload {
 			return payload, nil
 		}
+		if err := r.charge(r.extra(len(r.buf)) - int64(cap(r.joined)) + int64(max(cap(r.joined), 2*len(payload)))); err != nil {
+			return nil, err
+		}
 		r.joined = append(r.joined[:0], payload...)
 		r.joining = true
 	}
@@ -276,6 +441,12 @@ func (r *Reader) ReadPacket() ([]byte, error) {
 			return nil, err
 		}
 		part := raw[HeaderSize:]
+		if need := len(r.joined) + len(part); need > cap(r.joined) {
+			if err := r.charge(r.extra(len(r.buf)) - int64(cap(r.joined)) + int64(2*need)); err != nil {
+				return nil, err
+			}
+			r.joined = append(make([]byte, 0, 2*need), r.joined...)
+		}
 		r.joined = append(r.joined, part...)
 		if len(part) < MaxPayload {
 			r.joining = false

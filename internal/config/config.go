@@ -59,7 +59,7 @@ const (
 	MaxAllowedPacket ByteSize = 1 * GiB
 	// MinBufferMemory is the least max_buffer_memory: a few packets.
 	MinBufferMemory ByteSize = 1 * MiB
-	MaxPoolSize               = 10000
+	MaxPoolSize              = 10000
 )
 
 // Config is the whole tpproxy configuration file.

@@ -164,7 +164,7 @@ var table = named([]Setting{
 		want:  fmt.Sprintf("0 (the backend's) or between %s and %s", MinAllowedPacket, MaxAllowedPacket),
 		field: number(func(c *Config) *ByteSize { return &c.MaxAllowedPacket })},
 	{Key: "max_buffer_memory", Kind: KindBytes, Applies: Proxy, Dynamic: true, Zero: "no bound",
-		Min: int64(MinBufferMemory),
+		Min:   int64(MinBufferMemory),
 		want:  fmt.Sprintf("0 (no bound) or at least %s", MinBufferMemory),
 		field: number(func(c *Config) *ByteSize { return &c.MaxBufferMemory })},
 	{Key: "auth_plugin", Kind: KindEnum, Applies: Proxy, Words: authPlugins,

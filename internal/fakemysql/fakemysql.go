@@ -14,12 +14,12 @@
 package fakemysql
 
 import (
-	"encoding/hex"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/subtle"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"

@@ -628,6 +628,16 @@ func (c *Conn) close() {
 	_ = c.nc.Close()
 }
 
+// BoundDrain bounds how long the rest of a response may take to arrive:
+// its client is gone, the statement has been killed, and a server that
+// goes on sending (or blocks) must not hold the connection. A read past
+// the bound fails and the connection is closed, which ends the server's
+// statement too. EndDrain lifts the bound once the response has ended.
+func (c *Conn) BoundDrain(d time.Duration) { _ = c.nc.SetReadDeadline(time.Now().Add(d)) }
+
+// EndDrain lifts BoundDrain's bound.
+func (c *Conn) EndDrain() { _ = c.nc.SetReadDeadline(time.Time{}) }
+
 // quitTimeout bounds the COM_QUIT sent before closing a healthy connection.
 const quitTimeout = 100 * time.Millisecond
 

@@ -110,6 +110,9 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 			}
 		}
 		ended = s.endExec(s.nc)
+		if res.clientErr != nil {
+			c.EndDrain()
+		}
 		if err == nil {
 			c.NoteEcho(s.state.Owner)
 			break

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/pool"
@@ -490,12 +491,20 @@ func (s *relayer) toClient(c *pool.Conn, raw []byte, res *result) {
 	res.sent++
 }
 
+// drainLimit bounds how long tpproxy reads the rest of a response whose
+// client is gone after it killed the statement: the connection is closed
+// past it (a server blocked writing into a connection nobody read, a kill
+// that does not take), which ends the statement on the server as well.
+const drainLimit = 2 * time.Second
+
 // clientFailed records a failed write to the client and stops the
-// statement, whose output nobody will read.
+// statement, whose output nobody will read; the rest of the response must
+// come within drainLimit.
 func (s *relayer) clientFailed(c *pool.Conn, res *result, err error) {
 	if res.clientErr != nil {
 		return
 	}
 	res.clientErr = err
 	s.in.killCurrent(c, s.st.pool, s.st.srv.log, s.id)
+	c.BoundDrain(drainLimit)
 }

@@ -116,6 +116,13 @@ func TestClientDisconnectMidQuery(t *testing.T) {
 		waitExecuting(t, px, r.ID)
 		<-time.After(disconnectAfter) // the scenario: the result fills the socket buffers meanwhile
 		r.Abort()
+		// The statement is killed and the rest of its result read for at
+		// most 2 s (drainLimit); then the backend connection is closed,
+		// which ends the statement on the server whatever it was doing.
+		start := time.Now()
 		cleanAfter(t, r.ID, "%seq_1_to_%")
+		if d := time.Since(start); d > 4*time.Second {
+			t.Errorf("the server and the pool were clean %s after the client left, want within 4 s", d.Round(time.Millisecond))
+		}
 	})
 }

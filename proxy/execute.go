@@ -531,9 +531,6 @@ func (s *mirror) afterStatement(ctx context.Context, c *pool.Conn, q []byte, res
 		s.debug("session pinned for a state change tpproxy could not name",
 			"kind", info.Kind.String(), "first_word", string(sqlscan.FirstKeyword(q)), "eof", res.eofChange, "ok", res.okChange)
 	}
-	if res.err == nil && info.Kind == sqlscan.KindSet && !info.Multi {
-		s.applyDefaults(c, q)
-	}
 	if res.err == nil && (info.Kind == sqlscan.KindSet || info.Multi) && changesGlobals(q) {
 		// Before the OK leaves: a session the client opens next must
 		// start from the new globals. The session itself keeps its values.

@@ -66,7 +66,7 @@ func (s *mirror) learnSet(ctx context.Context, c *pool.Conn, q []byte, res *resu
 		switch {
 		case n == "last_insert_id" || n == "identity": // see readInsertID
 			return
-		case a.Default && trustReports: // applyDefaults
+		case a.Default && trustReports: // given back below
 			return
 		case trustReports && slices.Contains(s.tracked, n), slices.Contains(missing, n):
 			return
@@ -101,6 +101,18 @@ func (s *mirror) learnSet(ctx context.Context, c *pool.Conn, q []byte, res *resu
 			} else {
 				s.state.DeleteVar("timestamp")
 				c.State().DeleteVar("timestamp")
+			}
+		}
+	}
+	if trustReports {
+		// A name's last assignment of DEFAULT (or timestamp 0) gives it
+		// the global value back, whatever the server reported (for
+		// timestamp the frozen value, which replayed would freeze NOW()).
+		for n, def := range lastDefault {
+			if def {
+				missing = slices.DeleteFunc(missing, func(m string) bool { return m == n })
+				s.state.DeleteVar(n)
+				c.State().DeleteVar(n)
 			}
 		}
 	}

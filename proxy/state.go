@@ -315,21 +315,6 @@ func (s *mirror) learnRole(ctx context.Context, c *pool.Conn) bool {
 	return true
 }
 
-// applyDefaults forgets the variables a successful SET assigned DEFAULT
-// (or timestamp = 0, which unfreezes the clock too): their value is the
-// global one again, whatever the server reported (for timestamp it reports
-// the frozen value, and replaying that would freeze NOW()).
-func (s *mirror) applyDefaults(c *pool.Conn, q []byte) {
-	sqlscan.SetTargetsMode(q, s.mode, func(name []byte, isDefault bool) {
-		if !isDefault {
-			return
-		}
-		n := strings.ToLower(string(name))
-		s.state.DeleteVar(n)
-		c.State().DeleteVar(n)
-	})
-}
-
 // releases reports whether a COMMIT or ROLLBACK that succeeded closes the
 // session: RELEASE, or completion_type=RELEASE without NO RELEASE.
 func (s *mirror) releases(info *sqlscan.Info, q []byte) bool {

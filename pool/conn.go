@@ -233,23 +233,20 @@ func (c *Conn) ReadLastInsertID(ctx context.Context) (uint64, error) {
 
 // trackedUint finds a system variable's value in the session state of an
 // OK packet.
-func trackedUint(info []byte, name string) (uint64, bool) {
-	for len(info) > 0 {
-		e, rest, err := mysqlwire.NextStateEntry(info)
-		if err != nil {
-			return 0, false
-		}
-		info = rest
+func trackedUint(info []byte, name string) (v uint64, found bool) {
+	err := mysqlwire.EachStateEntry(info, func(e mysqlwire.StateEntry) bool {
 		if e.Type != mysqlwire.TrackSystemVariables {
-			continue
+			return true
 		}
-		n, v, err := mysqlwire.SystemVariable(e.Data)
-		if err == nil && strings.EqualFold(string(n), name) {
-			u, err := strconv.ParseUint(string(v), 10, 64)
-			return u, err == nil
+		n, val, err := mysqlwire.SystemVariable(e.Data)
+		if err != nil || !strings.EqualFold(string(n), name) {
+			return true
 		}
-	}
-	return 0, false
+		v, err = strconv.ParseUint(string(val), 10, 64)
+		found = err == nil
+		return false
+	})
+	return v, found && err == nil
 }
 
 // ErrPseudoThreadID is returned by PrimeConnectionID when the backend
@@ -932,20 +929,16 @@ func (c *Conn) SchemaNamed(want *State) (string, bool) {
 }
 
 // trackedSchema finds the schema entry in an OK's session state.
-func trackedSchema(info []byte) (string, bool) {
-	for len(info) > 0 {
-		e, rest, err := mysqlwire.NextStateEntry(info)
-		if err != nil {
-			return "", false
+func trackedSchema(info []byte) (name string, found bool) {
+	err := mysqlwire.EachStateEntry(info, func(e mysqlwire.StateEntry) bool {
+		if e.Type != mysqlwire.TrackSchema {
+			return true
 		}
-		info = rest
-		if e.Type == mysqlwire.TrackSchema {
-			if name, err := mysqlwire.TrackedSchema(e.Data); err == nil {
-				return string(name), true
-			}
-		}
-	}
-	return "", false
+		n, err := mysqlwire.TrackedSchema(e.Data)
+		name, found = string(n), err == nil
+		return !found
+	})
+	return name, found && err == nil
 }
 
 // clientUTF8 makes the connection read statements in utf8mb4, for names

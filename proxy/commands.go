@@ -129,14 +129,11 @@ func (s *Session) initDB(ctx context.Context, db string) error {
 	if db == "" {
 		return s.writeErr(errNoDatabase)
 	}
-	prev := struct {
-		Schema    string
-		SchemaRaw bool
-	}{s.state.Schema, s.state.SchemaRaw}
+	prev, prevRaw := s.state.Schema, s.state.SchemaRaw
 	s.state.SetSchemaIn(db, s.clientCharset())
 	c, err := s.backendFor(ctx, &s.task, false, false)
 	if err != nil {
-		s.state.SetSchemaAs(prev.Schema, prev.SchemaRaw)
+		s.state.SetSchemaAs(prev, prevRaw)
 		return s.writeErr(err)
 	}
 	s.releaseIfUnpinned(c)

@@ -82,26 +82,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 			}
 			if err != nil {
 				if me := c.RefusalAfterWrite(); me != nil {
-					// The server refused the command before it read it
-					// all (ER_NET_PACKET_TOO_LARGE) and closed.
-					s.errs++
-					s.endExec(s.nc)
-					lost := c == s.pinned
-					if lost {
-						s.loseBackend()
-					} else {
-						s.pool.Release(c)
-					}
-					if werr := s.w.WriteERR(me); werr != nil {
-						return werr
-					}
-					switch {
-					case me.Code == mysqlwire.ErNetPacketTooLarge:
-						return errPacketTooLargeEnd
-					case lost:
-						return errSessionLost
-					}
-					return nil
+					return s.refused(c, me)
 				}
 			}
 			if err == nil {
@@ -132,12 +113,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		if res.err.Code == mysqlwire.ErNetPacketTooLarge {
 			// The server closes its connection after this error: so
 			// does tpproxy with the client's, as a direct one would be.
-			c.MarkBroken()
-			if c == s.pinned {
-				s.loseBackend()
-			} else {
-				s.pool.Release(c)
-			}
+			s.dropBroken(c)
 			return errPacketTooLargeEnd
 		}
 	}
@@ -334,6 +310,39 @@ func (s *mirror) prepare(ctx context.Context, c *pool.Conn, q []byte, info *sqls
 	return nil
 }
 
+// refused answers a command the server refused before it read all of it
+// (ER_NET_PACKET_TOO_LARGE), closing its connection: the client gets the
+// server's error, and the session ends as a direct one would (or because
+// its pinned connection is gone).
+func (s *Session) refused(c *pool.Conn, me *mysqlwire.Error) error {
+	s.errs++
+	s.endExec(s.nc)
+	lost := s.dropBroken(c)
+	if err := s.w.WriteERR(me); err != nil {
+		return err
+	}
+	switch {
+	case me.Code == mysqlwire.ErNetPacketTooLarge:
+		return errPacketTooLargeEnd
+	case lost:
+		return errSessionLost
+	}
+	return nil
+}
+
+// dropBroken marks c broken and lets it go: a pinned connection is lost
+// with what it held (loseBackend, lost true), another goes back to the
+// pool to be replaced.
+func (s *mirror) dropBroken(c *pool.Conn) (lost bool) {
+	c.MarkBroken()
+	if c == s.pinned {
+		s.loseBackend()
+		return true
+	}
+	s.pool.Release(c)
+	return false
+}
+
 // readsEcho reports a statement that may read the ROW_COUNT() the session's
 // previous statement left on its connection (pool.Conn.PrimeEcho): one in a
 // form tpproxy does not answer, a stored procedure's first statement, an SQL
@@ -407,13 +416,7 @@ func (s *mirror) catalogCheck(ctx context.Context, q []byte, info *sqlscan.Info,
 // that had state on the connection ends.
 func (s *Session) backendFailed(c *pool.Conn, res *result, err error) error {
 	s.errs++
-	c.MarkBroken()
-	lost := s.pinned != nil
-	if lost {
-		s.loseBackend()
-	} else {
-		s.pool.Release(c)
-	}
+	lost := s.dropBroken(c) // a pinned session runs on its pinned connection
 	s.logger().Warn("backend connection failed during statement", "thread_id", c.ThreadID(), "err", err)
 	if res.sent > 0 || res.clientErr != nil {
 		// The client is in the middle of a response: it cannot take an

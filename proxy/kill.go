@@ -82,9 +82,14 @@ func (s *Session) killStatement(ctx context.Context, p []byte, info *sqlscan.Inf
 	if info.Multi {
 		return s.multiKill(ctx, p)
 	}
-	quit, err := s.killOne(ctx, p, info)
+	return endIfKilled(s.killOne(ctx, p, info))
+}
+
+// endIfKilled is the error that ends the session after a KILL served here:
+// errKilled when the KILL ended the session itself (quit), else err.
+func endIfKilled(quit bool, err error) error {
 	if err == nil && quit {
-		err = errKilled
+		return errKilled
 	}
 	return err
 }
@@ -152,20 +157,16 @@ func (s *Session) multiKill(ctx context.Context, p []byte) error {
 		kill       bool
 	}
 	var parts []part
+	kills := false
 	sqlscan.Split(q, s.mode, func(start, end int) {
 		in := s.scan(q[start:end])
 		kill := in.Kind == sqlscan.KindKill || in.Kind == sqlscan.KindSet && in.Inner == sqlscan.KindKill ||
 			in.Flags&sqlscan.FlagKillUnsupported != 0 && !isDefinition(q[start:end], s.mode)
 		parts = append(parts, part{start, end, kill})
+		kills = kills || kill
 	})
-	kills := 0
-	for _, pt := range parts {
-		if pt.kill {
-			kills++
-		}
-	}
-	info := s.scan(q)
-	if kills == 0 || s.state.MultiStatementsOff && len(parts) > 1 {
+	if !kills || s.state.MultiStatementsOff && len(parts) > 1 {
+		info := s.scan(q)
 		// KILL only in bodies being defined; or the server refuses a
 		// query of several statements whole when the option is off.
 		return s.execute(ctx, p, modeResult, &info, nil)
@@ -184,11 +185,7 @@ func (s *Session) multiKill(ctx context.Context, p []byte) error {
 		errs := s.errs
 		var err error
 		if parts[i].kill {
-			var quit bool
-			quit, err = s.killOne(ctx, seg, &in)
-			if err == nil && quit {
-				err = errKilled
-			}
+			err = endIfKilled(s.killOne(ctx, seg, &in))
 		} else {
 			err = s.execute(ctx, seg, modeResult, &in, nil)
 		}

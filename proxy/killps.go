@@ -76,11 +76,7 @@ func (s *Session) executeKill(ctx context.Context, cs *clientStmt, p []byte, ex 
 		out = append(out, lit...)
 	}
 	out = append(out, k.expr[last:]...)
-	quit, err := s.killExpr(ctx, out, k.query)
-	if err == nil && quit {
-		err = errKilled
-	}
-	return err
+	return endIfKilled(s.killExpr(ctx, out, k.query))
 }
 
 // literalOf renders one binary-protocol parameter value as SQL text.

@@ -339,13 +339,11 @@ func (s *mirror) prepareOn(ctx context.Context, c *pool.Conn, e *cachedStmt) (ui
 	if back && !c.Broken() {
 		restore := &s.state
 		if s.state.Schema == "" && c.State().Schema != "" {
-			// The session has no schema and c has one now, which no Sync
-			// takes away: the rest of the session's state goes back, and
-			// the pool fits c to its next user (the session's next
-			// statement too) before that runs anything.
-			keep := s.state
-			keep.SetSchema(c.State().Schema)
-			restore = &keep
+			// The session has no schema and c has one now: the rest of
+			// the session's state goes back, and the pool fits c to its
+			// next user (the session's next statement too) before that
+			// runs anything.
+			restore = s.keepingSchema(c)
 		}
 		if serr := c.Sync(ctx, restore); serr != nil {
 			// The session's state could not be restored on c: the

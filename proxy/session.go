@@ -450,12 +450,9 @@ func (s *mirror) backendFor(ctx context.Context, task *scheduler.Task, lenient, 
 	}
 	err := c.Sync(ctx, &s.state)
 	if err != nil && errors.Is(err, pool.ErrNeedsFreshConn) && c == s.pinned && s.state.Schema == "" {
-		// The session has no default schema and its connection has one,
-		// which no Sync takes away (a re-prepare gave it the schema a
-		// statement was prepared in): it keeps that one.
-		keep := s.state
-		keep.SetSchema(c.State().Schema)
-		err = c.Sync(ctx, &keep)
+		// The session has no default schema and its connection has one
+		// (a re-prepare gave it the schema a statement was prepared in).
+		err = c.Sync(ctx, s.keepingSchema(c))
 	}
 	if err == nil {
 		if name, ok := c.SchemaNamed(&s.state); ok {
@@ -493,6 +490,15 @@ func (s *mirror) backendFor(ctx context.Context, task *scheduler.Task, lenient, 
 		return nil, err
 	}
 	return c, nil
+}
+
+// keepingSchema is the session's state with c's default schema, for a
+// session without one on a connection with one, which no Sync takes away
+// (only a reset does): c keeps it, and the rest is the session's.
+func (s *mirror) keepingSchema(c *pool.Conn) *pool.State {
+	keep := s.state
+	keep.SetSchema(c.State().Schema)
+	return &keep
 }
 
 // clientCharset is the character set the session's client sends

@@ -279,15 +279,14 @@ func (s *mirror) noteChistics(ctx context.Context, c *pool.Conn, res *result, un
 // data.
 func chisticsIn(info []byte) int8 {
 	got := chisticsUnreported
-	for len(info) > 0 {
-		e, rest, err := mysqlwire.NextStateEntry(info)
-		if err != nil {
-			return chisticsUnreported
-		}
-		info = rest
+	err := mysqlwire.EachStateEntry(info, func(e mysqlwire.StateEntry) bool {
 		if e.Type == mysqlwire.TrackTransactionChar {
 			got = chisticsOf(e.Data)
 		}
+		return true
+	})
+	if err != nil {
+		return chisticsUnreported
 	}
 	return got
 }

@@ -1,15 +1,12 @@
 package capacity
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -67,7 +64,7 @@ log:
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	waitListening(t, addr)
-	base := rss(t, cmd.Process.Pid)
+	base := proxytest.RSS(t, cmd.Process.Pid)
 
 	conns := make([]*client.Conn, idleClients)
 	var wg sync.WaitGroup
@@ -113,7 +110,7 @@ log:
 	// Let the sessions settle into idleness and the runtime collect the
 	// handshake garbage, as it would on a long-running proxy.
 	time.Sleep(3 * time.Second)
-	idle := rss(t, cmd.Process.Pid)
+	idle := proxytest.RSS(t, cmd.Process.Pid)
 	t.Logf("proxy RSS: %.1f MB at start, %.1f MB with %d idle sessions (%.1f KB per session)",
 		float64(base)/(1<<20), float64(idle)/(1<<20), idleClients, float64(idle-base)/1024/idleClients)
 	if idle > idleRSSLimit {
@@ -138,28 +135,6 @@ func buildProxy(t *testing.T) string {
 		t.Fatalf("build tpproxy: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// rss reads a process's resident set size in bytes.
-func rss(t *testing.T, pid int) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS in /proc status")
-	return 0
 }
 
 func raiseFileLimit(t *testing.T, want uint64) {

@@ -1,12 +1,8 @@
 package operate
 
 import (
-	"bufio"
 	"fmt"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,28 +11,6 @@ import (
 
 	"github.com/tpproxy/tpproxy/internal/proxytest"
 )
-
-// rssBytes reads a process's resident set size.
-func rssBytes(t *testing.T, pid int) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
-}
 
 // TestClaimedPacketsCostNothing: memory follows the bytes a client sent,
 // not what its packet headers claim. 200 connections each announce a
@@ -58,7 +32,7 @@ func TestClaimedPacketsCostNothing(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", s.Port)
 	for _, phase := range []string{"before login", "after login"} {
 		time.Sleep(500 * time.Millisecond)
-		before := rssBytes(t, pid)
+		before := proxytest.RSS(t, pid)
 		const conns, chunk, rounds = 200, 4 << 10, 24
 		var wg sync.WaitGroup
 		stop := make(chan struct{})
@@ -120,7 +94,7 @@ func TestClaimedPacketsCostNothing(t *testing.T) {
 			if err := db.QueryRow("SELECT 1").Scan(&n); err != nil || n != 1 {
 				t.Errorf("%s: honest query during the attack: %d, %v", phase, n, err)
 			}
-			if r := rssBytes(t, pid); r > peak {
+			if r := proxytest.RSS(t, pid); r > peak {
 				peak = r
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -136,7 +110,7 @@ func TestClaimedPacketsCostNothing(t *testing.T) {
 		var after int64
 		for i := 0; i < 30; i++ {
 			time.Sleep(time.Second)
-			if after = rssBytes(t, pid); after <= before+16<<20 {
+			if after = proxytest.RSS(t, pid); after <= before+16<<20 {
 				break
 			}
 		}

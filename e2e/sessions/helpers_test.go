@@ -251,17 +251,23 @@ func (s *session) RowsContext(ctx context.Context, q string) ([]row, error) {
 	}
 	var out []row
 	for rs.Next() {
-		r := make(row, len(cols))
-		dest := make([]any, len(cols))
-		for i := range r {
-			dest[i] = &r[i]
-		}
-		if err := rs.Scan(dest...); err != nil {
+		r, err := scanRow(rs, len(cols))
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, rs.Err()
+}
+
+// scanRow scans the current row of rs, of n columns.
+func scanRow(rs *sql.Rows, n int) (row, error) {
+	r := make(row, n)
+	dest := make([]any, n)
+	for i := range r {
+		dest[i] = &r[i]
+	}
+	return r, rs.Scan(dest...)
 }
 
 // rawSession is one client session over go-mysql's client, for what

@@ -36,12 +36,8 @@ func transcript(t *testing.T, s *session, q string) string {
 		} else {
 			var vals []string
 			for rs.Next() {
-				r := make(row, len(cols))
-				dest := make([]any, len(cols))
-				for i := range r {
-					dest[i] = &r[i]
-				}
-				if err := rs.Scan(dest...); err != nil {
+				r, err := scanRow(rs, len(cols))
+				if err != nil {
 					t.Fatal(err)
 				}
 				vals = append(vals, r.String())

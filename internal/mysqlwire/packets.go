@@ -172,6 +172,23 @@ func NextStateEntry(p []byte) (StateEntry, []byte, error) {
 	return StateEntry{Type: t, Data: data}, p[1+n:], nil
 }
 
+// EachStateEntry calls fn with each entry of session state information,
+// in order, until fn returns false. A malformed entry stops it with the
+// error.
+func EachStateEntry(info []byte, fn func(StateEntry) bool) error {
+	for len(info) > 0 {
+		e, rest, err := NextStateEntry(info)
+		if err != nil {
+			return err
+		}
+		if !fn(e) {
+			return nil
+		}
+		info = rest
+	}
+	return nil
+}
+
 // SystemVariable decodes the data of a TrackSystemVariables entry.
 func SystemVariable(data []byte) (name, value []byte, err error) {
 	name, n, err := LenEncString(data)

@@ -201,6 +201,12 @@ func (r *Reader) charge(total int64) error {
 	return nil
 }
 
+// chargeJoined charges the reader for its buffers with a joined buffer of
+// capacity c in place of the one it has, before that one is made.
+func (r *Reader) chargeJoined(c int) error {
+	return r.charge(r.extra(len(r.buf)) - int64(cap(r.joined)) + int64(c))
+}
+
 // extra is what the reader holds beyond its resident buffer.
 func (r *Reader) extra(bufLen int) int64 {
 	n := int64(cap(r.joined))
@@ -328,8 +334,9 @@ func (r *Reader) ensure(n int) error {
 // grow replaces the buffer by one of at least n bytes, keeping unread data.
 // Without a pool the grown buffer becomes the resident one.
 func (r *Reader) grow(n int) error {
+	pooled := r.pool != nil && n <= r.pool.Size()
 	size := n
-	if r.pool != nil && n <= r.pool.Size() {
+	if pooled {
 		size = r.pool.Size()
 	}
 	if err := r.charge(r.extra(size)); err != nil {
@@ -337,7 +344,7 @@ func (r *Reader) grow(n int) error {
 	}
 	var nb []byte
 	var big *[]byte
-	if r.pool != nil && n <= r.pool.Size() {
+	if pooled {
 		big = r.pool.Get()
 		nb = *big
 	} else {
@@ -420,7 +427,7 @@ func (r *Reader) ReadPacket() ([]byte, error) {
 		if len(payload) < MaxPayload {
 			return payload, nil
 		}
-		if err := r.charge(r.extra(len(r.buf)) - int64(cap(r.joined)) + int64(max(cap(r.joined), 2*len(payload)))); err != nil {
+		if err := r.chargeJoined(max(cap(r.joined), 2*len(payload))); err != nil {
 			return nil, err
 		}
 		r.joined = append(r.joined[:0], payload...)
@@ -442,7 +449,7 @@ func (r *Reader) ReadPacket() ([]byte, error) {
 		}
 		part := raw[HeaderSize:]
 		if need := len(r.joined) + len(part); need > cap(r.joined) {
-			if err := r.charge(r.extra(len(r.buf)) - int64(cap(r.joined)) + int64(2*need)); err != nil {
+			if err := r.chargeJoined(2 * need); err != nil {
 				return nil, err
 			}
 			r.joined = append(make([]byte, 0, 2*need), r.joined...)

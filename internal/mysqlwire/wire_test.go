@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -232,6 +233,27 @@ func TestParseOKWithSessionState(t *testing.T) {
 	}
 	if strings.Join(vars, ",") != "sql_mode=ANSI" || strings.Join(schemas, ",") != "d1" || !changed {
 		t.Fatalf("vars %v schemas %v changed %v", vars, schemas, changed)
+	}
+}
+
+// EachStateEntry walks the entries in order, stops when told, and stops
+// with an error at a malformed one.
+func TestEachStateEntry(t *testing.T) {
+	var st []byte
+	st = AppendStateEntry(st, TrackSchema, []byte{2, 'd', '1'})
+	st = AppendStateEntry(st, TrackStateChange, []byte("1"))
+	st = AppendStateEntry(st, TrackSchema, []byte{2, 'd', '2'})
+	var types []byte
+	if err := EachStateEntry(st, func(e StateEntry) bool {
+		types = append(types, e.Type)
+		return e.Type != TrackStateChange
+	}); err != nil || !bytes.Equal(types, []byte{TrackSchema, TrackStateChange}) {
+		t.Fatalf("stopped at the second entry: saw %v, err %v", types, err)
+	}
+	n := 0
+	bad := append(slices.Clip(st), TrackSchema, 0xfc) // a length cut short
+	if err := EachStateEntry(bad, func(StateEntry) bool { n++; return true }); err == nil || n != 3 {
+		t.Fatalf("malformed last entry: %d entries, err %v", n, err)
 	}
 }
 

@@ -102,6 +102,12 @@ func ScanMode(q []byte, m Mode) Info {
 	var s scanner
 	s.lx.init(q, m)
 	s.info.Local, s.info.LocalExpr, s.info.LimitOffset, s.info.LimitCount = matchLocal(q)
+	s.all()
+	return s.info
+}
+
+// all runs the scanner over every statement of its text.
+func (s *scanner) all() {
 	for {
 		t := s.lx.next()
 		if t.kind == tokEOF {
@@ -110,7 +116,6 @@ func ScanMode(q []byte, m Mode) Info {
 		s.token(t)
 	}
 	s.endStmt()
-	return s.info
 }
 
 // FirstKeyword returns the first word of q after whitespace, comments and '(' (the

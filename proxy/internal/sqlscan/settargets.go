@@ -89,12 +89,5 @@ type SetAssign struct {
 func SetAssignments(q []byte, m Mode, fn func(SetAssign)) {
 	s := scanner{onAssign: fn}
 	s.lx.init(q, m)
-	for {
-		t := s.lx.next()
-		if t.kind == tokEOF {
-			break
-		}
-		s.token(t)
-	}
-	s.endStmt()
+	s.all()
 }

@@ -80,6 +80,16 @@ var (
 	descPrepBackendPrep = desc("backend_prepares_total", "COM_STMT_PREPAREs sent to the backend.")
 	descPrepEvictions   = desc("backend_prepared_evictions_total", "Statements closed on a backend connection to stay under its cap.")
 	descShuttingDown    = desc("shutting_down", "1 once a graceful shutdown has begun.")
+	descPinnedAccount   = desc("sessions_pinned_by_account", "Sessions pinned to a backend connection now, by account and reason (a session may count under several).", "account", "reason")
+	descPinHeld         = desc("pinned_connections", "Slots of the pinned-connection budget held now, by account: connections its pinned sessions keep, and statements that may pin it running.", "account")
+	descPinLimit        = desc("pinned_connections_limit", "max_pinned_connections in force (automatic: the pool minus a reserve of min(thread_pool.size, pool_size-1) for unpinned work).")
+	descPinAcctLimit    = desc("pinned_per_account_limit", "max_pinned_per_account in force.")
+	descPinSticky       = desc("pinned_sticky_connections", "Slots held by sessions pinned for good by state tpproxy cannot replay (user variables, temporary tables, GET_LOCK, ...).")
+	descPinStickyLimit  = desc("pinned_sticky_limit", "max_sticky_pinned in force (automatic: half of max_pinned_connections, at least 1).")
+	descPinWaiting      = desc("pin_waiting", "Statements waiting for a pinned-connection slot now.")
+	descPinWaits        = desc("pin_waits_total", "Statements that waited for a pinned-connection slot.")
+	descPinRefused      = desc("pin_refusals_total", "Statements refused with ERR 1226 at a pinned-connection limit, by limit (max_pinned_connections, max_pinned_per_account, max_sticky_pinned).", "limit")
+	descPinOverdrafts   = desc("pin_overdrafts_total", "Sessions that became pinned by what no statement text showed (a stored function's state, say) and took a slot past the limits.")
 )
 
 // collector reads the proxy's snapshots at scrape time; nothing is counted
@@ -103,7 +113,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descBackendBroken, descBackendExpired, descBackendHealth, descBackendHealthKO, descBackendKills,
 		descBackendSwitches, descBackendRefused, descBackendAccount,
 		descPrepClient, descPrepCached, descPrepBackend, descPrepReprepares, descCatalogFailures, descBufferBytes, descBufferLimit, descPrepBackendPrep,
-		descPrepEvictions, descShuttingDown,
+		descPrepEvictions, descShuttingDown, descPinnedAccount, descPinHeld, descPinLimit, descPinAcctLimit,
+		descPinWaiting, descPinWaits, descPinRefused, descPinOverdrafts,
 	} {
 		ch <- d
 	}
@@ -150,6 +161,23 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(ch, descPrepClient, float64(st.ClientStatements))
 	gauge(ch, descPrepCached, float64(st.CachedStatements))
 	gauge(ch, descShuttingDown, b2f(m.Draining))
+	for _, pc := range m.PinnedByAccount {
+		gauge(ch, descPinnedAccount, float64(pc.Sessions), pc.Account, pc.Reason)
+	}
+	pst := c.front.PinStats()
+	for _, a := range pst.Accounts {
+		gauge(ch, descPinHeld, float64(a.Held), a.Account)
+	}
+	gauge(ch, descPinLimit, float64(pst.Limits.Total))
+	gauge(ch, descPinAcctLimit, float64(pst.Limits.PerAccount))
+	gauge(ch, descPinSticky, float64(pst.Sticky))
+	gauge(ch, descPinStickyLimit, float64(pst.Limits.Sticky))
+	gauge(ch, descPinWaiting, float64(pst.Waiting))
+	counter(ch, descPinWaits, pst.Waits)
+	counter(ch, descPinRefused, pst.RefusedTotal, "max_pinned_connections")
+	counter(ch, descPinRefused, pst.RefusedAccount, "max_pinned_per_account")
+	counter(ch, descPinRefused, pst.RefusedSticky, "max_sticky_pinned")
+	counter(ch, descPinOverdrafts, pst.Overdrafts)
 
 	ss := c.sched.Stats()
 	gauge(ch, descPoolGroups, float64(ss.Groups))

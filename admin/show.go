@@ -117,12 +117,22 @@ func (a *Server) status() []nameValue {
 	}
 	fs := a.front.Stats()
 	ps := a.pool.Stats()
+	pst := a.front.PinStats()
 	rows := []nameValue{
 		{"Aborted_connects", int64(fs.AuthFailures)},
 		{"Backend_pool_idle", int64(ps.Idle)},
 		{"Backend_pool_in_use", int64(ps.InUse)},
 		{"Backend_pool_size", int64(ps.Size)},
 		{"Backend_pool_waits", int64(ps.Waits)},
+		{"Pinned_connections", int64(pst.Held)},
+		{"Pinned_connections_limit", int64(pst.Limits.Total)},
+		{"Pinned_overdrafts", int64(pst.Overdrafts)},
+		{"Pinned_per_account_limit", int64(pst.Limits.PerAccount)},
+		{"Pinned_refusals", int64(pst.RefusedTotal + pst.RefusedAccount + pst.RefusedSticky)},
+		{"Pinned_sticky", int64(pst.Sticky)},
+		{"Pinned_sticky_limit", int64(pst.Limits.Sticky)},
+		{"Pinned_waiting", int64(pst.Waiting)},
+		{"Pinned_waits", int64(pst.Waits)},
 		{"Pins_total", int64(fs.Pins)},
 		{"Prepared_stmt_backend", ps.PreparedOpen},
 		{"Prepared_stmt_client", fs.ClientStatements},

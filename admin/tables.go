@@ -1,12 +1,14 @@
 package admin
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 
@@ -61,6 +63,17 @@ var tables = []table{
 		name: "TPPROXY_POOLS",
 		cols: []column{{"ACCOUNT", colString}, {"CONNECTIONS", colInt}, {"IDLE", colInt}, {"IN_USE", colInt}, {"WAITING", colInt}},
 		rows: (*Server).poolRows,
+	},
+	{
+		// tpproxy's own: the pinned-connection budget by client account
+		// (slots held, statements waiting for one), and the account's
+		// pinned sessions by reason, a row per reason (REASON and
+		// SESSIONS NULL for an account with slots but no pinned
+		// session: a statement that may pin is running).
+		name: "TPPROXY_PINNED",
+		cols: []column{{"ACCOUNT", colString}, {"CONNECTIONS", colInt}, {"WAITING", colInt}, {"ACCOUNT_LIMIT", colInt},
+			{"REASON", colString}, {"SESSIONS", colInt}},
+		rows: (*Server).pinnedRows,
 	},
 	{
 		// MariaDB's columns that the proxy knows, then tpproxy's: the
@@ -148,6 +161,44 @@ func (a *Server) poolRows() [][]any {
 		rows = append(rows, []any{ac.User, int64(ac.Open), int64(ac.Idle), int64(ac.InUse), int64(ac.Waiting)})
 	}
 	return rows
+}
+
+func (a *Server) pinnedRows() [][]any {
+	pst := a.front.PinStats()
+	reasons := map[string][]proxy.PinnedCount{}
+	for _, pc := range a.front.Metrics().PinnedByAccount {
+		reasons[pc.Account] = append(reasons[pc.Account], pc)
+	}
+	held := map[string]proxy.PinAccount{}
+	for _, ac := range pst.Accounts {
+		held[ac.Account] = ac
+	}
+	var rows [][]any
+	for _, acct := range slices.Sorted(maps.Keys(mergeKeys(held, reasons))) {
+		h := held[acct]
+		row := func(reason any, n any) []any {
+			return []any{acct, int64(h.Held), int64(h.Waiting), int64(pst.Limits.PerAccount), reason, n}
+		}
+		if len(reasons[acct]) == 0 {
+			rows = append(rows, row(nil, nil))
+		}
+		for _, pc := range reasons[acct] {
+			rows = append(rows, row(pc.Reason, int64(pc.Sessions)))
+		}
+	}
+	return rows
+}
+
+// mergeKeys is the union of two maps' keys.
+func mergeKeys[A, B any](a map[string]A, b map[string]B) map[string]struct{} {
+	out := make(map[string]struct{}, len(a)+len(b))
+	for k := range a {
+		out[k] = struct{}{}
+	}
+	for k := range b {
+		out[k] = struct{}{}
+	}
+	return out
 }
 
 func b2i(b bool) int64 {

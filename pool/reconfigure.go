@@ -38,7 +38,14 @@ func (s *settings) load() Dynamic {
 	}
 }
 
-func (p *Pool) size() int                     { return int(p.set.size.Load()) }
+func (p *Pool) size() int { return int(p.set.size.Load()) }
+
+// Size is the pool size in force.
+func (p *Pool) Size() int { return p.size() }
+
+// AcquireTimeout is the acquire_timeout in force.
+func (p *Pool) AcquireTimeout() time.Duration { return p.acquireTimeout() }
+
 func (p *Pool) acquireTimeout() time.Duration { return time.Duration(p.set.acquireTimeout.Load()) }
 func (p *Pool) connectTimeout() time.Duration { return time.Duration(p.set.connectTimeout.Load()) }
 func (p *Pool) healthInterval() time.Duration { return time.Duration(p.set.healthInterval.Load()) }

@@ -181,6 +181,7 @@ func (s *Session) resetSession(ctx context.Context) {
 			c.MarkDirty()
 			s.pinned, s.pins = c, pinProfiling
 		}
+		s.settleSlot()
 		s.keepRole(role)
 		return
 	}

@@ -45,15 +45,21 @@ func (s *Session) query(ctx context.Context, p []byte) error {
 // bookkeeping that decides whether the session stays pinned. run is set
 // for COM_STMT_EXECUTE, whose statement is info's.
 func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *sqlscan.Info, run *stmtRun) error {
+	q := p[1:]
+	if run != nil {
+		q = run.cs.e.sql
+	}
+	if may, sticky := s.mayPin(q, info, run); may && !s.slot.isHeld() {
+		if ok, err := s.pinSlot(ctx, sticky); !ok {
+			return err
+		}
+	}
+	defer s.settleSlot()
 	if ok, err := s.admit(ctx); !ok {
 		return err
 	}
 	defer s.srv.sched.Release(&s.task)
 	s.tracked = s.tracked[:0]
-	q := p[1:]
-	if run != nil {
-		q = run.cs.e.sql
-	}
 	res := result{setsInsertID: info.Flags&sqlscan.FlagLastInsertIDSet != 0 && !info.Multi}
 	if run != nil {
 		// CURSOR_TYPE_READ_ONLY, _FOR_UPDATE, _SCROLLABLE (not MariaDB's

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +72,9 @@ type Metrics struct {
 	PinnedBy, PinsBy map[string]uint64
 	// PinnedSessions counts sessions holding a backend connection now.
 	PinnedSessions int
+	// PinnedByAccount counts them by account and reason (a session pinned
+	// for two reasons counts under both), in account then reason order.
+	PinnedByAccount []PinnedCount
 	// Commands lists the commands seen so far.
 	Commands []CommandCount
 	// Duration is the time from reading a command to the end of its
@@ -83,6 +88,13 @@ type Metrics struct {
 	SlowQueue uint64
 	// Draining is true once Shutdown has begun.
 	Draining bool
+}
+
+// PinnedCount is how many of an account's sessions are pinned for a
+// reason.
+type PinnedCount struct {
+	Account, Reason string
+	Sessions        uint64
 }
 
 // metricCounters are the counters behind Metrics.
@@ -110,6 +122,7 @@ func (m *metricCounters) countPins(added pinReason) {
 func (srv *Server) Metrics() Metrics {
 	m := Metrics{PinnedBy: make(map[string]uint64), PinsBy: make(map[string]uint64)}
 	var byBit [len(pinNames)]uint64
+	byAccount := map[string]*[len(pinNames)]uint64{}
 	srv.mu.Lock()
 	for _, s := range srv.sessions {
 		if s.extra != nil {
@@ -122,13 +135,31 @@ func (srv *Server) Metrics() Metrics {
 			continue
 		}
 		m.PinnedSessions++
+		s.inflight.mu.Lock()
+		user, pubPins := s.pub.User, s.pubPins
+		s.inflight.mu.Unlock()
+		acct := byAccount[user]
+		if acct == nil {
+			acct = new([len(pinNames)]uint64)
+			byAccount[user] = acct
+		}
 		for i := range byBit {
 			if pins&(1<<i) != 0 {
 				byBit[i]++
 			}
+			if pubPins&(1<<i) != 0 {
+				acct[i]++
+			}
 		}
 	}
 	srv.mu.Unlock()
+	for _, user := range slices.Sorted(maps.Keys(byAccount)) {
+		for i, n := range byAccount[user] {
+			if n > 0 {
+				m.PinnedByAccount = append(m.PinnedByAccount, PinnedCount{Account: user, Reason: pinNames[i], Sessions: n})
+			}
+		}
+	}
 	for i, name := range pinNames {
 		m.PinnedBy[name] = byBit[i]
 		m.PinsBy[name] = srv.metrics.pinsBy[i].Load()

@@ -35,6 +35,12 @@ type mirror struct {
 	pins   pinReason
 	// id is the session's connection id.
 	id uint32
+	// slot is the session's slot of the pinned-connection budget
+	// (pinBudget), allocated when it first takes one (a Session stays
+	// within its size class).
+	slot *pinSlotHeld
+	// user is the account the client logged in as.
+	user string
 
 	// state is what the session's server connection would hold; whichever
 	// backend runs the next statement is brought to it first.
@@ -57,6 +63,9 @@ type mirror struct {
 	// connID is what CONNECTION_ID() returns: the session's id, or the
 	// pseudo_thread_id the client set.
 	connID uint32
+	// mode is how the server lexes the session's statements (sql_mode,
+	// character set, server version); modeSum is the state it is for.
+	mode sqlscan.Mode
 	// lastInsertID is the session's LAST_INSERT_ID() (see readInsertID).
 	lastInsertID uint64
 	rowCount     int64 // ROW_COUNT() of the last statement
@@ -66,9 +75,6 @@ type mirror struct {
 	// values rest on (see pool.Globals).
 	globals *pool.Globals
 
-	// mode is how the server lexes the session's statements (sql_mode,
-	// character set, server version); modeSum is the state it is for.
-	mode    sqlscan.Mode
 	modeSum uint64
 	// waitTimeout is the session's wait_timeout.
 	waitTimeout time.Duration

@@ -123,6 +123,12 @@ func (s *Session) stmtPrepare(ctx context.Context, p []byte) error {
 		}()
 	}
 
+	if userVar {
+		if ok, err := s.pinSlot(ctx, true); !ok {
+			return err
+		}
+		defer s.settleSlot()
+	}
 	if ok, err := s.admit(ctx); !ok {
 		return err
 	}

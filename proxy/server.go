@@ -38,6 +38,15 @@ type Config struct {
 	// MaxBufferMemory bounds the memory all sessions' packet buffers hold
 	// beyond their resident ones (0: no bound); past it, reads wait.
 	MaxBufferMemory int64
+	// MaxPinned bounds the backend connections pinned sessions hold in
+	// all (max_pinned_connections), MaxPinnedPerAccount those of each
+	// account's sessions (max_pinned_per_account), MaxStickyPinned those
+	// of sessions pinned for good by state tpproxy cannot replay
+	// (max_sticky_pinned). 0 is automatic: every connection but a reserve
+	// of min(thread groups, pool size - 1) for unpinned work, per account
+	// the same as in all, and for good half of that (at least 1).
+	// SetPinLimits changes them.
+	MaxPinned, MaxPinnedPerAccount, MaxStickyPinned int
 	// ServerVersion is announced to clients; "" means the backend's own.
 	ServerVersion string
 	// AuthPlugin is the plugin announced in the handshake:
@@ -133,7 +142,9 @@ type Server struct {
 	// budget bounds what all sessions' readers hold beyond their resident
 	// buffers (max_buffer_memory).
 	budget *mysqlwire.Budget
-	chars  charsets
+	// pins bounds the backend connections pinned sessions hold.
+	pins  pinBudget
+	chars charsets
 
 	// poll holds parked sessions (see parkAfter), started on first use.
 	poll     *poller
@@ -203,6 +214,9 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 	srv.catalog = catalog.New(cfg.CatalogTTL)
 	srv.metrics.duration = histogram.New(nil)
 	srv.maxClients.Store(int64(cfg.MaxClientConnections))
+	srv.pins.max.Store(int64(cfg.MaxPinned))
+	srv.pins.perAccount.Store(int64(cfg.MaxPinnedPerAccount))
+	srv.pins.sticky.Store(int64(cfg.MaxStickyPinned))
 	srv.slowQueue.Store(int64(cfg.SlowQueue))
 	srv.chars.init(p.Config().Collation)
 	srv.maxPacket.Store(int64(cfg.MaxAllowedPacket))

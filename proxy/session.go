@@ -29,8 +29,7 @@ type Session struct {
 	extra *extraPort
 	// clientConn is the protocol connection with the client.
 	clientConn
-	user string
-	log  *slog.Logger
+	log *slog.Logger
 
 	// task is the session's handle in the scheduler.
 	task scheduler.Task
@@ -332,6 +331,7 @@ func (s *mirror) releasePinned() {
 		c.Retire()
 	}
 	s.pool.Release(c)
+	s.settleSlot()
 }
 
 // closeConn closes the client connection from another goroutine; the
@@ -527,6 +527,7 @@ func (s *mirror) loseBackend() {
 	s.pinned = nil
 	s.pins = 0
 	s.stmts.forgetCursors()
+	s.settleSlot()
 }
 
 // setPinned records the session's pins after a statement on c, keeping c
@@ -549,6 +550,7 @@ func (s *mirror) setPinned(c *pool.Conn, pins pinReason) {
 	case pins == 0:
 		s.pool.Release(c)
 	}
+	s.settleSlot()
 }
 
 // unpinForReset gives back a pinned connection after a reset of the

@@ -117,6 +117,9 @@ type Scheduler struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 
+	// size is len(groups), for readers that must not take mu (Size).
+	size atomic.Int32
+
 	admitted atomic.Uint64
 	queued   atomic.Uint64
 	timeouts atomic.Uint64
@@ -138,6 +141,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{cfg: cfg, reconf: make(chan struct{}, 1), done: make(chan struct{}),
 		waitHigh: histogram.New(nil), waitLow: histogram.New(nil)}
 	s.groups = newGroups(cfg.Size)
+	s.size.Store(int32(cfg.Size))
 	return s, nil
 }
 
@@ -190,6 +194,10 @@ func (s *Scheduler) timer() {
 		}
 	}
 }
+
+// Size is the number of thread groups now, read without the scheduler's
+// lock.
+func (s *Scheduler) Size() int { return int(s.size.Load()) }
 
 // Config returns the configuration in force.
 func (s *Scheduler) Config() Config {
@@ -634,6 +642,7 @@ func (s *Scheduler) reconfigure(cfg Config) error {
 func (s *Scheduler) resize(n int) {
 	old := s.groups
 	s.groups = newGroups(n)
+	s.size.Store(int32(n))
 	for _, prio := range []bool{true, false} {
 		// Merge by queue time so that order is kept within each new group.
 		var all []*Task

@@ -241,6 +241,7 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 	r.front.SetMaxClientConnections(next.MaxClientConnections)
 	r.front.SetMaxConnectErrors(next.MaxConnectErrors)
 	r.front.SetMaxBufferMemory(int64(next.MaxBufferMemory))
+	r.front.SetPinLimits(next.MaxPinnedConnections, next.MaxPinnedPerAccount, next.MaxStickyPinned)
 	r.shutdownTimeout.Store(int64(next.ShutdownTimeout))
 	return nil
 }

@@ -334,3 +334,187 @@ func TestChangeUserAudit(t *testing.T) {
 	}
 	t.Logf("what COM_CHANGE_USER to another account keeps on %s:\n| item | after COM_CHANGE_USER |\n|---|---|\n%s", srv.Version, strings.Join(table, "\n"))
 }
+
+// TestIdlePinnedSessionsLeaveOthersTheirShare: a session that sets a user
+// variable (or opens a transaction, takes GET_LOCK, ...) keeps its backend
+// connection while it idles. Four idle sessions of one account on a pool
+// of four used to take every connection: another account's autocommit
+// writers waited for backend.acquire_timeout and failed. With the pinned
+// budget (automatic: the pool minus a reserve of the thread groups' worth,
+// and for sessions pinned for good half of that) the idle sessions get
+// what the budget allows, the rest of their statements get ERR 1226
+// naming max_sticky_pinned, and the writers keep at least 90% of their
+// throughput without the idle sessions, every acknowledged row present. A per-account limit keeps one account's idle sessions from
+// holding the budget that another account's transactions need.
+func TestIdlePinnedSessionsLeaveOthersTheirShare(t *testing.T) {
+	ctx := testCtx(t, 180*time.Second)
+	const db = "hostile_pin_db"
+	serverExec(t,
+		"DROP DATABASE IF EXISTS "+db, "CREATE DATABASE "+db,
+		"CREATE TABLE "+db+".w (id BIGINT AUTO_INCREMENT PRIMARY KEY, writer INT, n INT)",
+		"DROP USER IF EXISTS 'hp_idle'@'%', 'hp_w'@'%'",
+		"CREATE USER 'hp_idle'@'%' IDENTIFIED BY 'idle-pw'", "CREATE USER 'hp_w'@'%' IDENTIFIED BY 'w-pw'",
+		"GRANT ALL ON "+db+".* TO 'hp_idle'@'%'", "GRANT ALL ON "+db+".* TO 'hp_w'@'%'")
+	t.Cleanup(func() {
+		_ = env.Server(t).Exec(context.Background(), "DROP DATABASE IF EXISTS "+db, "DROP USER IF EXISTS 'hp_idle'@'%', 'hp_w'@'%'")
+	})
+	users := []proxy.User{{Name: "hp_idle", Plain: "idle-pw"}, {Name: "hp_w", Plain: "w-pw"}}
+
+	t.Run("autocommit writers beside four idle pinned sessions", func(t *testing.T) {
+		px := env.StartProxy(t, func(o *proxytest.Options) {
+			o.Pool.Size = 4
+			o.Pool.AcquireTimeout = time.Second
+			o.Scheduler.Size = 2
+			o.Proxy.Users = append(o.Proxy.Users, users...)
+		})
+		writers := openDB(t, px.DSNFor("hp_w", "w-pw", db))
+		writers.SetMaxOpenConns(8)
+		const window = 3 * time.Second
+		var acked int64
+		write := func() int64 {
+			n, errs := writeFor(ctx, writers, 8, window)
+			if errs != nil {
+				t.Fatalf("writers: %v", errs)
+			}
+			acked += n
+			return n
+		}
+		before := write()
+
+		idle := openDB(t, px.DSNFor("hp_idle", "idle-pw", db))
+		idleConns := make([]*sql.Conn, 4)
+		answers := make([]string, 4)
+		done := make(chan struct{}, 4)
+		for i := range idleConns {
+			idleConns[i] = oneConn(t, ctx, idle)
+			go func() { answers[i] = observe(ctx, idleConns[i], "SELECT @x := 1"); done <- struct{}{} }()
+		}
+		for range idleConns {
+			<-done
+		}
+		during := write()
+		refusal := "ERROR 1226: User 'hp_idle' has exceeded the 'max_sticky_pinned' resource (current value: 1)"
+		got := map[string]int{}
+		for _, a := range answers {
+			got[a]++
+		}
+		if got["1"] != 1 || got[refusal] != 3 {
+			t.Fatalf("four idle sessions' first statements: %v; want one answer and three of %q", got, refusal)
+		}
+		if st := px.Server.PinStats(); st.Held != 1 || st.Sticky != 1 || st.Limits != (proxy.PinLimits{Total: 2, PerAccount: 2, Sticky: 1}) {
+			t.Fatalf("pin budget with the idle sessions: %+v", st)
+		}
+		// The idle sessions that got a connection kept their variable;
+		// those refused hold nothing and run what does not pin.
+		for i, conn := range idleConns {
+			q, want := "SELECT @x", "1"
+			if answers[i] != "1" {
+				q = "SELECT 2"
+				want = "2"
+			}
+			if v := observe(ctx, conn, q); v != want {
+				t.Errorf("idle session %d (first answer %q): %s gave %s, want %s", i, answers[i], q, v, want)
+			}
+			_ = conn.Close()
+		}
+		_ = idle.Close() // the connections themselves, not only back to database/sql's pool
+		waitFor(t, 10*time.Second, "the idle sessions' slots back", func() bool { return px.Server.PinStats().Held == 0 })
+		after := write()
+		t.Logf("writer rows in %s: %d before the idle sessions, %d beside them, %d after them", window, before, during, after)
+		if base := (before + after) / 2; during < base*9/10 {
+			t.Errorf("beside four idle pinned sessions the writers wrote %d rows, %.0f%% of the %d they write without them", during, 100*float64(during)/float64(base), base)
+		}
+		var rows int64
+		direct := openDB(t, env.Server(t).DSN("hp_w", "w-pw", db))
+		if err := direct.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+db+".w").Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if rows != acked {
+			t.Fatalf("%d rows acknowledged, %d on the server", acked, rows)
+		}
+	})
+
+	t.Run("one account's idle sessions leave another its transactions", func(t *testing.T) {
+		px := env.StartProxy(t, func(o *proxytest.Options) {
+			o.Pool.Size = 4
+			o.Pool.AcquireTimeout = time.Second
+			o.Scheduler.Size = 1
+			o.Proxy.MaxPinnedPerAccount = 1
+			o.Proxy.Users = append(o.Proxy.Users, users...)
+		})
+		idle := openDB(t, px.DSNFor("hp_idle", "idle-pw", db))
+		first := oneConn(t, ctx, idle)
+		if got := observe(ctx, first, "SELECT GET_LOCK('hp', 0)"); got != "1" {
+			t.Fatalf("GET_LOCK: %s", got)
+		}
+		second := oneConn(t, ctx, idle)
+		if got, want := observe(ctx, second, "BEGIN"), "ERROR 1226: User 'hp_idle' has exceeded the 'max_pinned_per_account' resource (current value: 1)"; got != want {
+			t.Fatalf("the idle account's second pin: %q, want %q", got, want)
+		}
+		// Transactions of the other account run beside the idle session.
+		writers := openDB(t, px.DSNFor("hp_w", "w-pw", db))
+		errs := make(chan error, 4)
+		for w := range 4 {
+			go func() {
+				for i := range 50 {
+					tx, err := writers.BeginTx(ctx, nil)
+					if err == nil {
+						_, err = tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s.w (writer, n) VALUES (%d, %d)", db, 100+w, i))
+						if err == nil {
+							err = tx.Commit()
+						} else {
+							_ = tx.Rollback()
+						}
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatalf("a transaction of the other account: %v", err)
+			}
+		}
+		if got := observe(ctx, first, "SELECT IS_USED_LOCK('hp') = CONNECTION_ID()"); got == "" || strings.HasPrefix(got, "ERROR") {
+			t.Fatalf("the idle session's lock: %s", got)
+		}
+	})
+}
+
+// writeFor runs n writers of autocommit INSERTs on db for d and returns how
+// many rows the server acknowledged, and the first error.
+func writeFor(ctx context.Context, db *sql.DB, n int, d time.Duration) (int64, error) {
+	type result struct {
+		rows int64
+		err  error
+	}
+	done := make(chan result, n)
+	stop := time.Now().Add(d)
+	for w := range n {
+		go func() {
+			var r result
+			for i := 0; time.Now().Before(stop); i++ {
+				if _, err := db.ExecContext(ctx, fmt.Sprintf("INSERT INTO hostile_pin_db.w (writer, n) VALUES (%d, %d)", w, i)); err != nil {
+					r.err = err
+					break
+				}
+				r.rows++
+			}
+			done <- r
+		}()
+	}
+	var total int64
+	var first error
+	for range n {
+		r := <-done
+		total += r.rows
+		if first == nil {
+			first = r.err
+		}
+	}
+	return total, first
+}

@@ -82,6 +82,20 @@ type Config struct {
 	// together beyond each session's resident one; past it, reads of
 	// large packets wait. 0: no bound.
 	MaxBufferMemory ByteSize `mapstructure:"max_buffer_memory"`
+	// MaxPinnedConnections bounds the backend connections pinned sessions
+	// (a transaction, a user variable, a temporary table, ...) hold in
+	// all; MaxPinnedPerAccount those of one account's sessions;
+	// MaxStickyPinned those of sessions pinned for good by state tpproxy
+	// cannot replay (user variables, temporary tables, GET_LOCK, ...),
+	// which keep their connections while idle. A statement that would pin
+	// past one waits up to backend.acquire_timeout, then gets ERR 1226
+	// naming the limit. 0 is automatic: every backend connection but a
+	// reserve of min(thread_pool.size, backend.pool_size - 1) kept for
+	// unpinned work, which is also the most any may be; per account, the
+	// same as in all; for good, half of that (at least 1).
+	MaxPinnedConnections int `mapstructure:"max_pinned_connections"`
+	MaxPinnedPerAccount  int `mapstructure:"max_pinned_per_account"`
+	MaxStickyPinned      int `mapstructure:"max_sticky_pinned"`
 	// ServerVersion is the version string announced to clients; empty means
 	// the backend's own.
 	ServerVersion string `mapstructure:"server_version"`

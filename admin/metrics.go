@@ -89,6 +89,9 @@ var (
 	descPinWaiting      = desc("pin_waiting", "Statements waiting for a pinned-connection slot now.")
 	descPinWaits        = desc("pin_waits_total", "Statements that waited for a pinned-connection slot.")
 	descPinRefused      = desc("pin_refusals_total", "Statements refused with ERR 1226 at a pinned-connection limit, by limit (max_pinned_connections, max_pinned_per_account, max_sticky_pinned).", "limit")
+	descHandshakeBusy   = desc("handshake_work_seconds_total", "Time the handshake CPU budget's slots were held by private-key operations (RSA for caching_sha2_password, TLS handshakes).")
+	descHandshakeWaits  = desc("handshake_work_waits_total", "Private-key operations of handshakes that waited for a slot of the handshake CPU budget.")
+	descHandshakeSlots  = desc("handshake_work_slots", "Slots of the handshake CPU budget (half the CPUs, at least 1).")
 	descPinOverdrafts   = desc("pin_overdrafts_total", "Sessions that became pinned by what no statement text showed (a stored function's state, say) and took a slot past the limits.")
 )
 
@@ -114,7 +117,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descBackendSwitches, descBackendRefused, descBackendAccount,
 		descPrepClient, descPrepCached, descPrepBackend, descPrepReprepares, descCatalogFailures, descBufferBytes, descBufferLimit, descPrepBackendPrep,
 		descPrepEvictions, descShuttingDown, descPinnedAccount, descPinHeld, descPinLimit, descPinAcctLimit,
-		descPinWaiting, descPinWaits, descPinRefused, descPinOverdrafts,
+		descPinWaiting, descPinWaits, descPinRefused, descPinOverdrafts, descPinSticky, descPinStickyLimit,
+		descHandshakeBusy, descHandshakeWaits, descHandshakeSlots,
 	} {
 		ch <- d
 	}
@@ -158,6 +162,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, descCatalogFailures, st.CatalogFailures)
 	gauge(ch, descBufferBytes, float64(st.BufferBytes))
 	gauge(ch, descBufferLimit, float64(st.BufferLimit))
+	hw := c.front.HandshakeWork()
+	ch <- prometheus.MustNewConstMetric(descHandshakeBusy, prometheus.CounterValue, hw.Busy.Seconds())
+	counter(ch, descHandshakeWaits, hw.Waits)
+	gauge(ch, descHandshakeSlots, float64(hw.Slots))
 	gauge(ch, descPrepClient, float64(st.ClientStatements))
 	gauge(ch, descPrepCached, float64(st.CachedStatements))
 	gauge(ch, descShuttingDown, b2f(m.Draining))

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -128,13 +129,17 @@ func (s *clientConn) writeGreeting(g greeting) error {
 
 // startTLS switches the client connection to TLS after an SSLRequest
 // (cfg nil: TLS is not offered).
-func (s *clientConn) startTLS(cfg *tls.Config) error {
+func (s *clientConn) startTLS(ctx context.Context, cfg *tls.Config, work *authWork) error {
 	if cfg == nil {
 		return fmt.Errorf("%w: SSL requested but not offered", errBadHandshake)
 	}
 	// The client may have sent its ClientHello right behind the SSLRequest:
-	// whatever the reader already holds belongs to the TLS layer.
-	tc := tls.Server(&prefixConn{Conn: s.nc, pre: s.r.TakeBuffered()}, cfg)
+	// whatever the reader already holds belongs to the TLS layer. The
+	// handshake's CPU work takes a slot of work (gatedTLSConfig).
+	gated := &tlsGated{Conn: &prefixConn{Conn: s.nc, pre: s.r.TakeBuffered()}, work: work,
+		ctx: ctx, deadline: time.Now().Add(handshakeTimeout)}
+	defer gated.done()
+	tc := tls.Server(gated, cfg)
 	if err := tc.Handshake(); err != nil {
 		return fmt.Errorf("tls handshake: %w", err)
 	}

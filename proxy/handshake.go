@@ -89,7 +89,7 @@ func (s *Session) handshake(ctx context.Context) error {
 	}
 	resp, err := parseHandshakeResponse(p)
 	if err == nil && resp.sslRequest {
-		if err := s.startTLS(s.srv.cfg.TLS); err != nil {
+		if err := s.startTLS(ctx, s.srv.tls, s.srv.auth); err != nil {
 			return err
 		}
 		if p, err = s.r.ReadPacket(); err != nil {
@@ -183,7 +183,7 @@ func (srv *Server) authenticate(ctx context.Context, cc *clientConn, id uint32, 
 		// Not configured: the server's own account, if it has one.
 		a, err := srv.lookup.get(ctx, user)
 		if err != nil {
-			srv.log.Warn("auth lookup failed; login refused", "conn_id", id, "user", user, "remote", cc.remote, "err", err)
+			srv.log.Warn("auth lookup failed; login refused", "conn_id", id, "user", logName(user), "remote", cc.remote, "err", err)
 		}
 		acct, known = a, a != nil
 	}
@@ -198,7 +198,7 @@ func (srv *Server) authenticate(ctx context.Context, cc *clientConn, id uint32, 
 	case pluginNative:
 		ok = acct.checkNative(cc.salt[:], auth)
 	case pluginCachingSHA2:
-		ok = cc.authSHA2(acct, auth, &srv.rsa)
+		ok = cc.authSHA2(ctx, acct, auth, &srv.rsa, srv.auth)
 	default:
 		var err error
 		auth, err = cc.authSwitch(pluginNative)
@@ -218,14 +218,29 @@ func (srv *Server) authenticate(ctx context.Context, cc *clientConn, id uint32, 
 	}
 	srv.stats.authFailures.Add(1)
 	srv.hosts.fail(cc.remoteHost())
-	srv.log.Info("login failed", "conn_id", id, "user", user, "remote", cc.remote, "plugin", plugin)
+	srv.log.Info("login failed", "conn_id", id, "user", logName(user), "remote", cc.remote, "plugin", logName(plugin))
 	return nil, cc.accessDenied(user, auth)
 }
 
+// logName is a name a client sent, as logged before it logged in: at most
+// maxLogName bytes, so that a flood of logins with names of kilobytes does
+// not write kilobytes per attempt into the log.
+func logName(name string) string {
+	if len(name) <= maxLogName {
+		return name
+	}
+	return name[:maxLogName] + fmt.Sprintf("…(%d bytes)", len(name))
+}
+
+// maxLogName is well beyond the longest account name MariaDB (80
+// characters) or MySQL (32) accepts.
+const maxLogName = 128
+
 // authSHA2 runs caching_sha2_password: the fast path when the password's
 // hash is cached, else full authentication with the password in clear
-// over TLS or RSA-encrypted with keys.
-func (s *clientConn) authSHA2(acct *account, auth []byte, keys *rsaKeys) bool {
+// over TLS or RSA-encrypted with keys, whose private-key operations take a
+// slot of work.
+func (s *clientConn) authSHA2(ctx context.Context, acct *account, auth []byte, keys *rsaKeys, work *authWork) bool {
 	if isEmptyAuth(auth) {
 		return acct.empty
 	}
@@ -249,7 +264,10 @@ func (s *clientConn) authSHA2(acct *account, auth []byte, keys *rsaKeys) bool {
 		}
 	default:
 		if len(p) == 1 && p[0] == mysqlwire.SHA2RequestPublicKey {
-			_, pub, err := keys.get()
+			var pub []byte
+			if !work.run(ctx, time.Now().Add(handshakeTimeout), func() { _, pub, err = keys.get() }) {
+				return false
+			}
 			if err != nil || s.writeMoreData(pub) != nil {
 				return false
 			}
@@ -258,7 +276,7 @@ func (s *clientConn) authSHA2(acct *account, auth []byte, keys *rsaKeys) bool {
 			}
 			s.w.SetSeq(s.r.Seq())
 		}
-		if pw, err = keys.decryptPassword(s.salt[:], p); err != nil {
+		if !work.run(ctx, time.Now().Add(handshakeTimeout), func() { pw, err = keys.decryptPassword(s.salt[:], p) }) || err != nil {
 			return false
 		}
 	}

@@ -36,6 +36,10 @@ const (
 // errBadHandshake is wrapped by parse errors of handshake-phase packets.
 var errBadHandshake = errors.New("bad handshake")
 
+// errHandshakeBudget ends a handshake that found no slot of the
+// handshakes' CPU budget before its timeout (authWork).
+var errHandshakeBudget = errors.New("handshake: no slot of the handshake CPU budget before the timeout")
+
 // handshakeResponse is a client's HandshakeResponse41 (or SSLRequest when
 // sslRequest is set).
 type handshakeResponse struct {

@@ -148,7 +148,7 @@ func (s *clientConn) localLogin(connID uint32, cfg *LocalConfig, log *slog.Logge
 	if !acct.checkNative(s.salt[:], auth) {
 		_ = s.w.WriteERR(s.accessDenied(resp.user, auth))
 		_ = s.w.Flush()
-		log.Warn("admin: login failed", "user", resp.user)
+		log.Warn("admin: login failed", "user", logName(resp.user))
 		return "", errAuth
 	}
 	log.Info("admin: login", "user", resp.user)

@@ -138,7 +138,11 @@ type Server struct {
 
 	users atomic.Pointer[userStore]
 	rsa   rsaKeys
-	bufs  *mysqlwire.BufferPool
+	// auth bounds the CPU of handshakes' private-key operations; tls is
+	// cfg.TLS with its handshakes under that bound (nil: no TLS).
+	auth *authWork
+	tls  *tls.Config
+	bufs *mysqlwire.BufferPool
 	// budget bounds what all sessions' readers hold beyond their resident
 	// buffers (max_buffer_memory).
 	budget *mysqlwire.Budget
@@ -209,7 +213,9 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 		bufs:     mysqlwire.NewBufferPool(clientBufSize),
 		budget:   mysqlwire.NewBudget(cfg.MaxBufferMemory),
 		sessions: make(map[uint32]*Session),
+		auth:     newAuthWork(authSlots()),
 	}
+	srv.tls = gatedTLSConfig(cfg.TLS)
 	srv.stmtCache = newStmtCache(cfg.StatementCacheSize)
 	srv.catalog = catalog.New(cfg.CatalogTTL)
 	srv.metrics.duration = histogram.New(nil)

@@ -83,7 +83,7 @@ const preAuthMaxPacket = 64 << 10
 // sessions never log.
 func (s *Session) logger() *slog.Logger {
 	if s.log == nil {
-		s.log = s.srv.log.With("conn_id", s.id, "user", s.user, "remote", s.remote)
+		s.log = s.srv.log.With("conn_id", s.id, "user", logName(s.user), "remote", s.remote)
 	}
 	return s.log
 }

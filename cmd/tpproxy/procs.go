@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/pool"
+	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
 
@@ -42,6 +43,13 @@ func defaultProcs(log *slog.Logger) (adaptive bool) {
 // against 2.41 / 2.41 s). Where they do not, one P per two CPUs costs less
 // per statement and loses nothing (above).
 //
+// Handshakes count as load too: while their private-key operations keep
+// the handshake CPU budget's slots (proxy.authWork, half the CPUs) busy
+// for at least authBusyShare of a tick, a flood of logins or TLS
+// handshakes is burning up to those CPUs, and statements get the other
+// Ps only with GOMAXPROCS high (issue #36: on one P a flood of 3,000 slow
+// and 500 fuzzed handshakes made honest statements wait behind it).
+//
 // Each tick it is given the counters since the previous one. It goes up
 // after upTicks busy ticks in a row and down after downTicks quiet ones,
 // so a burst does not flip it and a steady load does not flap.
@@ -57,9 +65,12 @@ const (
 	// minPerTick statements were admitted.
 	busyShare  = 0.10
 	minPerTick = 20
-	upTicks    = 2
-	downTicks  = 8
-	procsTick  = 250 * time.Millisecond
+	// A tick is busy, too, when the handshake budget's slots were held for
+	// at least this share of it.
+	authBusyShare = 0.25
+	upTicks       = 2
+	downTicks     = 8
+	procsTick     = 250 * time.Millisecond
 )
 
 func newProcsGovernor(low, high int) *procsGovernor {
@@ -71,9 +82,16 @@ func newProcsGovernor(low, high int) *procsGovernor {
 type loadSample struct {
 	admitted, queued uint64 // scheduler: Admit calls, those that queued
 	acquires, waits  uint64 // pool: Acquire calls, those that waited
+	// authBusy is the time the handshake budget's authSlots slots were
+	// held (proxy.HandshakeWork), over a tick of procsTick.
+	authBusy  time.Duration
+	authSlots int
 }
 
 func (s loadSample) busy() bool {
+	if s.authBusy > 0 && float64(s.authBusy) >= authBusyShare*float64(procsTick)*float64(max(s.authSlots, 1)) {
+		return true
+	}
 	if s.admitted < minPerTick && s.acquires < minPerTick {
 		return false
 	}
@@ -101,15 +119,16 @@ func (g *procsGovernor) observe(s loadSample) int {
 // it says so (a change stops the world for some microseconds; at most a
 // few per second, usually a few per run). It leaves GOMAXPROCS low on
 // return.
-func governProcs(ctx context.Context, log *slog.Logger, sched *scheduler.Scheduler, p *pool.Pool) {
+func governProcs(ctx context.Context, log *slog.Logger, srv *proxy.Server, sched *scheduler.Scheduler, p *pool.Pool) {
 	low := runtime.GOMAXPROCS(0)
 	g := newProcsGovernor(low, runtime.NumCPU())
 	t := time.NewTicker(procsTick)
 	defer t.Stop()
 	defer runtime.GOMAXPROCS(low)
 	read := func() loadSample {
-		ss, ps := sched.Counters(), p.Counters()
-		return loadSample{admitted: ss.Admitted, queued: ss.Waited, acquires: ps.Acquires, waits: ps.Waits}
+		ss, ps, hw := sched.Counters(), p.Counters(), srv.HandshakeWork()
+		return loadSample{admitted: ss.Admitted, queued: ss.Waited, acquires: ps.Acquires, waits: ps.Waits,
+			authBusy: hw.Busy, authSlots: hw.Slots}
 	}
 	prev := read()
 	for {
@@ -120,12 +139,14 @@ func governProcs(ctx context.Context, log *slog.Logger, sched *scheduler.Schedul
 		}
 		cur := read()
 		d := loadSample{admitted: cur.admitted - prev.admitted, queued: cur.queued - prev.queued,
-			acquires: cur.acquires - prev.acquires, waits: cur.waits - prev.waits}
+			acquires: cur.acquires - prev.acquires, waits: cur.waits - prev.waits,
+			authBusy: cur.authBusy - prev.authBusy, authSlots: cur.authSlots}
 		prev = cur
 		if n := g.observe(d); n != runtime.GOMAXPROCS(0) {
 			runtime.GOMAXPROCS(n)
 			log.Debug("GOMAXPROCS changed with the load", "gomaxprocs", n,
-				"admitted", d.admitted, "queued", d.queued, "acquires", d.acquires, "waits", d.waits)
+				"admitted", d.admitted, "queued", d.queued, "acquires", d.acquires, "waits", d.waits,
+				"handshake_busy", d.authBusy)
 		}
 	}
 }

@@ -35,12 +35,15 @@ func TestProcsGovernor(t *testing.T) {
 	poolBusy := loadSample{admitted: 1000, acquires: 50, waits: 40} // transactions queue for a connection
 	quiet := loadSample{admitted: 1000, queued: 20, acquires: 1000, waits: 5}
 	idle := loadSample{admitted: 3, queued: 3} // a trickle is never busy
-	for _, s := range []loadSample{busy, poolBusy} {
+	// A handshake flood: the one slot held for half the tick.
+	handshakes := loadSample{admitted: 50, authBusy: procsTick / 2, authSlots: 1}
+	someLogins := loadSample{admitted: 1000, authBusy: procsTick / 10, authSlots: 1}
+	for _, s := range []loadSample{busy, poolBusy, handshakes} {
 		if !s.busy() {
 			t.Fatalf("%+v: not busy", s)
 		}
 	}
-	for _, s := range []loadSample{quiet, idle, {}} {
+	for _, s := range []loadSample{quiet, idle, someLogins, {}} {
 		if s.busy() {
 			t.Fatalf("%+v: busy", s)
 		}
@@ -58,6 +61,8 @@ func TestProcsGovernor(t *testing.T) {
 		{quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4},
 		{quiet, 1}, // the eighth quiet tick in a row
 		{quiet, 1},
+		{handshakes, 1}, {handshakes, 4}, // a handshake flood
+		{someLogins, 4},
 	}
 	for i, st := range steps {
 		if got := g.observe(st.s); got != st.want {

@@ -90,7 +90,7 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
 		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
 	if opts.adaptiveProcs {
-		bg.Go(func() { governProcs(bgCtx, log, st.Scheduler, st.Pool) })
+		bg.Go(func() { governProcs(bgCtx, log, st.Server, st.Scheduler, st.Pool) })
 	}
 	if in != nil {
 		in.ready(log)

@@ -2,12 +2,20 @@ package operate
 
 import (
 	"context"
+	crand "crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,19 +34,23 @@ import (
 // GOMAXPROCS governor, in front of the private server: eight honest
 // sessions run point selects throughout; 3,000 connections read the
 // greeting and trickle their handshake response a byte at a time, and 500
-// send random handshake responses. Over the flood the honest queries' p99
-// must stay within 20 ms and the slowest within 200 ms, every answer
-// right.
+// send random handshake responses: a third of them random bytes, a third
+// a TLS handshake with the proxy's RSA certificate first, a third a
+// caching_sha2_password full authentication with an RSA-encrypted
+// password (the two private-key operations a client can make the proxy
+// do). Over the flood the honest queries' p99 must stay within 20 ms and
+// the slowest within 200 ms, every answer right. Before the handshake CPU
+// budget (proxy/authwork.go) the slowest took 255–377 ms.
 func TestHandshakeFloodKeepsHonestLatency(t *testing.T) {
-	if os.Getenv("TPPROXY_FLOOD") == "" {
-		// It fails today (max 330–380 ms: the RSA private-key operations of
-		// the full caching_sha2_password exchanges queue on one P ahead of
-		// the statements); it joins CI once handshake work has a budget of
-		// its own (issue #36, item 6).
-		t.Skip("set TPPROXY_FLOOD=1: the reproducer of issue #36's handshake flood")
+	if os.Getenv("HANDSHAKE_FLOOD") == "" {
+		// A latency bound: it runs alone, without the race detector, as a
+		// step of its own in scripts/test.sh, not beside the other
+		// packages' tests.
+		t.Skip("set HANDSHAKE_FLOOD=1 (scripts/test.sh runs it alone)")
 	}
 	s := defaults(t)
-	s.Extra = "max_client_connections: 5000\nmax_connect_errors: 0\n"
+	certFile, keyFile := writeRSACert(t)
+	s.Extra = fmt.Sprintf("max_client_connections: 5000\nmax_connect_errors: 0\ntls:\n  cert: %s\n  key: %s\n", certFile, keyFile)
 	d := start(t, s)
 	db := d.open(t)
 	const honest = 8
@@ -103,7 +115,7 @@ func TestHandshakeFloodKeepsHonestLatency(t *testing.T) {
 	// fast as the attacker can, from a process of its own (as an attacker
 	// is: its goroutines do not delay the honest client's).
 	attacker := exec.Command(os.Args[0], "-test.run=^TestHandshakeFloodAttacker$", "-test.v", "-test.count=1")
-	attacker.Env = append(os.Environ(), "TPPROXY_FLOOD_ADDR="+addr)
+	attacker.Env = append(os.Environ(), "HANDSHAKE_FLOOD_ADDR="+addr)
 	floodStart := time.Now()
 	out, err := attacker.CombinedOutput()
 	flood := time.Since(floodStart)
@@ -146,7 +158,7 @@ func TestHandshakeFloodKeepsHonestLatency(t *testing.T) {
 // TestHandshakeFloodKeepsHonestLatency, run by it in a process of its own;
 // alone it does nothing.
 func TestHandshakeFloodAttacker(t *testing.T) {
-	addr := os.Getenv("TPPROXY_FLOOD_ADDR")
+	addr := os.Getenv("HANDSHAKE_FLOOD_ADDR")
 	if addr == "" {
 		t.Skip("run by TestHandshakeFloodKeepsHonestLatency")
 	}
@@ -203,7 +215,16 @@ func TestHandshakeFloodAttacker(t *testing.T) {
 			return
 		}
 		r := rand.New(rand.NewPCG(seed, 36))
-		if r.IntN(3) == 0 {
+		kind := r.IntN(3)
+		if kind == 1 {
+			// A TLS handshake (an RSA signature for the proxy), then a
+			// random handshake response inside it.
+			if tlsGarbage(c, r) {
+				fuzzed.Add(1)
+			}
+			return
+		}
+		if kind == 0 {
 			// caching_sha2_password full authentication with the public
 			// key asked for and random bytes as the RSA-encrypted
 			// password: a private-key operation for the proxy per
@@ -242,6 +263,64 @@ func TestHandshakeFloodAttacker(t *testing.T) {
 	// slow handshakes.
 	floodWG.Wait()
 	t.Logf("flood: %d dialed, %d failed, %d fuzzed", dialed.Load(), dialErrs.Load(), fuzzed.Load())
+}
+
+// tlsGarbage sends an SSLRequest, completes the TLS handshake and sends
+// random bytes as the handshake response inside it; it reports whether the
+// TLS handshake completed.
+func tlsGarbage(c net.Conn, r *rand.Rand) bool {
+	const caps = 0x200 | 0x800 | 0x8000 // 4.1, SSL, secure connection
+	req := []byte{32, 0, 0, 1, caps & 0xff, caps >> 8 & 0xff, 0, 0, 0, 0, 0, 1, 45}
+	req = append(req, make([]byte, 23)...)
+	if _, err := c.Write(req); err != nil {
+		return false
+	}
+	tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the attacker trusts anything
+	if err := tc.Handshake(); err != nil {
+		return false
+	}
+	n := 4 + r.IntN(400)
+	p := make([]byte, 4+n)
+	p[0], p[1], p[2], p[3] = byte(n), byte(n>>8), 0, 2
+	for i := 4; i < len(p); i++ {
+		p[i] = byte(r.Uint32())
+	}
+	if _, err := tc.Write(p); err != nil {
+		return true
+	}
+	_, _ = tc.Read(make([]byte, 4096)) // the ERR, or the close
+	return true
+}
+
+// writeRSACert writes a self-signed RSA-2048 certificate for 127.0.0.1
+// and its key (the kind most servers present: a signature costs the
+// proxy about 1 ms of CPU per TLS handshake) and returns their paths.
+func writeRSACert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(crand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "rsa.pem"), filepath.Join(dir, "rsa-key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }
 
 // sha2FullAuth logs in as the test user with caching_sha2_password and a

@@ -51,6 +51,7 @@ var (
 	descGroupKickUps    = desc("thread_group_kickups_total", "Low-priority statements moved to the high-priority queue after thread_pool_prio_kickup_timer.", "group")
 	descGroupTimeouts   = desc("thread_group_queue_timeouts_total", "Statements that gave up after thread_pool.queue_timeout in a thread group queue.", "group")
 	descBackendSize     = desc("backend_pool_size", "Configured number of backend connections.")
+	descBackendLent     = desc("backend_lent_connections", "Backend connections kept open beyond backend_pool_size for sessions pinned for good (max_sticky_pinned bounds them).")
 	descBackendConns    = desc("backend_connections", "Backend connections by state (idle, in_use, dialing).", "state")
 	descBackendPinned   = desc("backend_connections_pinned", "Backend connections held by pinned sessions.")
 	descBackendWaiting  = desc("backend_waiting", "Statements waiting for a backend connection now.")
@@ -110,7 +111,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descStatements, descStmtDuration, descQueueWait, descSlowQueue, descBytesIn, descBytesOut,
 		descPoolGroups, descPoolActive, descPoolMaxThreads, descGroupQueue, descGroupActive,
 		descGroupStalled, descGroupCapacity, descGroupWaiting, descGroupAdmissions, descGroupQueued,
-		descGroupStalls, descGroupKickUps, descGroupTimeouts, descBackendSize, descBackendConns,
+		descGroupStalls, descGroupKickUps, descGroupTimeouts, descBackendSize, descBackendLent, descBackendConns,
 		descBackendPinned, descBackendWaiting, descBackendUp, descBackendAcquires, descBackendTimeouts,
 		descBackendWait, descBackendDials, descBackendDialErrs, descBackendResets, descBackendReplaced,
 		descBackendBroken, descBackendExpired, descBackendHealth, descBackendHealthKO, descBackendKills,
@@ -210,6 +211,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	ps := c.pool.Stats()
 	gauge(ch, descBackendSize, float64(ps.Size))
+	gauge(ch, descBackendLent, float64(ps.Lent))
 	gauge(ch, descBackendConns, float64(ps.Idle), "idle")
 	gauge(ch, descBackendConns, float64(ps.InUse), "in_use")
 	gauge(ch, descBackendConns, float64(ps.Dialing), "dialing")

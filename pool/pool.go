@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +49,10 @@ type Pool struct {
 	waiters waitQueue
 	open    int // connections alive or being dialed
 	dialing int
-	closed  bool
+	// lent is the connections held for good beyond the pool's size
+	// (Lend): the pool keeps size + lent open.
+	lent   int
+	closed bool
 	// lastDialErr is the error of the most recent failed dial, cleared by a
 	// successful one; with open == 0 it makes Acquire fail fast.
 	lastDialErr error
@@ -551,7 +555,7 @@ func (p *Pool) Release(c *Conn) {
 // connections stay open.
 func (p *Pool) put(c *Conn) {
 	p.mu.Lock()
-	if p.closed || p.open > p.size() {
+	if p.closed || p.open > p.capacity() {
 		p.open--
 		p.mu.Unlock()
 		c.close()
@@ -620,6 +624,36 @@ func (p *Pool) discard(c *Conn) {
 	p.wakeFiller()
 }
 
+// capacity is the connections the pool keeps open: its size and those
+// lent beyond it. mu must be held.
+func (p *Pool) capacity() int { return p.size() + p.lent }
+
+// Lend sets the connections the pool keeps open beyond its size: n
+// connections are held for good by sessions that idle with them (pinned by
+// state that cannot be replayed elsewhere), so the pool dials as many
+// more, and the rest of the work keeps size connections to run on. When n
+// falls, connections coming back past the new capacity are closed.
+func (p *Pool) Lend(n int) {
+	p.mu.Lock()
+	grew := n > p.lent
+	p.lent = max(n, 0)
+	// A loan that ends after its connection came back leaves one idle
+	// past the capacity: close the least recently used.
+	var excess []*Conn
+	for p.open > p.capacity() && len(p.idle) > 0 {
+		excess = append(excess, p.idle[0])
+		p.idle = slices.Delete(p.idle, 0, 1)
+		p.open--
+	}
+	p.mu.Unlock()
+	for _, c := range excess {
+		c.close()
+	}
+	if grew {
+		p.wakeFiller()
+	}
+}
+
 func (p *Pool) wakeFiller() {
 	select {
 	case p.fill <- struct{}{}:
@@ -656,7 +690,7 @@ func (p *Pool) filler(first chan struct{}) {
 		}
 		for {
 			p.mu.Lock()
-			if p.closed || p.open >= p.size() {
+			if p.closed || p.open >= p.capacity() {
 				p.mu.Unlock()
 				break
 			}

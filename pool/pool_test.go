@@ -513,3 +513,44 @@ func (s *switchProxy) off() {
 	}
 	s.conns = nil
 }
+
+// TestLentConnectionsLeaveThePoolItsSize: a connection held for good by an
+// idle session is lent beyond the pool's size; the pool dials another so
+// that the rest of the work keeps size connections, and closes the extra
+// one when the loan ends and it comes back.
+func TestLentConnectionsLeaveThePoolItsSize(t *testing.T) {
+	p := newPool(t, func(c *pool.Config) { c.Size = 2; c.AcquireTimeout = 10 * time.Second })
+	ctx := ctxT(t)
+	held, err := p.Acquire(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Lend(1)
+	waitFor(t, func() bool { st := p.Stats(); return st.Open == 3 && st.Idle == 2 })
+	// Two more acquirers find a connection each, without waiting.
+	a, err := p.Acquire(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Acquire(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Waits != 0 || st.Lent != 1 || st.InUse != 3 {
+		t.Fatalf("with one connection lent: %+v", st)
+	}
+	p.Release(a)
+	p.Release(b)
+	p.Lend(0)
+	p.Release(held)
+	if st := p.Stats(); st.Open != 2 || st.Idle != 2 || st.Lent != 0 {
+		t.Fatalf("after the loan ended: %+v", st)
+	}
+	// The loan may also end after the connection came back.
+	p.Lend(1)
+	waitFor(t, func() bool { return p.Stats().Open == 3 })
+	p.Lend(0)
+	if st := p.Stats(); st.Open != 2 || st.Idle != 2 {
+		t.Fatalf("after a loan ended with every connection idle: %+v", st)
+	}
+}

@@ -37,6 +37,7 @@ type counters struct {
 // what a fixed pool in front of a thread pool needs to show.
 type Stats struct {
 	Size    int // configured number of connections
+	Lent    int // kept open beyond Size for sessions pinned for good (Lend)
 	Open    int // alive or being dialed
 	Idle    int
 	InUse   int
@@ -90,6 +91,7 @@ func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	s := Stats{
 		Size:    p.size(),
+		Lent:    p.lent,
 		Open:    p.open,
 		Idle:    len(p.idle),
 		Dialing: p.dialing,

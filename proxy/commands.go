@@ -98,7 +98,7 @@ func (s *Session) dispatch(ctx context.Context, p []byte) (quit bool, err error)
 		s.stmtClose(p) // no answer
 		return false, nil
 	case comStmtSendLongData:
-		s.stmts.sendLongData(p, s.r.MaxPacket) // no answer
+		s.stmts.sendLongData(p, s.r.MaxPacket, s.srv.budget) // no answer
 		return false, nil
 	case comBinlogDump, comBinlogDumpGTID, comRegisterSlave, comTableDump:
 		return false, s.writeErr(&mysqlwire.Error{Code: erNotSupportedYet, State: "42000",

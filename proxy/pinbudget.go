@@ -49,6 +49,11 @@ type pinBudget struct {
 	byAccount   map[string]int
 	waiters     ilist.List[pinWaiter]
 
+	// lend is told the slots held for good whenever their number
+	// changes, under mu (pool.Lend: the pool keeps as many connections
+	// open beyond its size); nil: nobody.
+	lend func(n int)
+
 	waits, overdrafts atomic.Uint64
 	// refusedTotal, refusedAccount and refusedSticky count the statements
 	// refused at each limit.
@@ -69,16 +74,21 @@ type PinLimits struct {
 	Total, PerAccount, Sticky int
 }
 
-// limitsFor computes the limits in force: the configured ones, bounded so
-// that min(groups, poolSize-1) connections are always left to unpinned
-// work. Automatic (0): every connection but that reserve, per account the
-// same as in all, and for good half of that (at least 1).
+// limitsFor computes the limits in force. Automatic (0): every
+// connection but a reserve of min(groups, poolSize-1) always left to
+// unpinned work, per account the same as in all, and for good half of
+// that (at least 1). A configured total is the operator's (up to the
+// pool: a value past the reserve gives transactions connections unpinned
+// work then waits for, which a workload of many concurrent transactions
+// on a small pool may want).
 func (b *pinBudget) limitsFor(poolSize, groups int) PinLimits {
 	reserve := max(min(groups, poolSize-1), 0)
-	room := max(poolSize-reserve, 1)
 	total := int(b.max.Load())
-	if total <= 0 || total > room {
-		total = room
+	switch {
+	case total <= 0:
+		total = max(poolSize-reserve, 1)
+	case total > poolSize:
+		total = max(poolSize, 1)
 	}
 	per := int(b.perAccount.Load())
 	if per <= 0 || per > total {
@@ -167,6 +177,14 @@ func (b *pinBudget) grantTo(account string, sticky bool) {
 	b.byAccount[account]++
 	if sticky {
 		b.stuck++
+		b.lent()
+	}
+}
+
+// lent tells lend the slots held for good. mu must be held.
+func (b *pinBudget) lent() {
+	if b.lend != nil {
+		b.lend(b.stuck)
 	}
 }
 
@@ -201,6 +219,7 @@ func (b *pinBudget) stick(l PinLimits) {
 	b.mu.Lock()
 	over := b.stuck >= l.Sticky
 	b.stuck++
+	b.lent()
 	b.mu.Unlock()
 	if over {
 		b.overdrafts.Add(1)
@@ -213,6 +232,7 @@ func (b *pinBudget) give(account string, sticky bool, l PinLimits) {
 	b.held--
 	if sticky {
 		b.stuck--
+		b.lent()
 	}
 	if n := b.byAccount[account] - 1; n > 0 {
 		b.byAccount[account] = n

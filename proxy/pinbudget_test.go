@@ -18,7 +18,8 @@ func TestPinLimitsKeepAReserve(t *testing.T) {
 		{pool: 16, groups: 2, want: PinLimits{14, 14, 7}},          // the peers' pool
 		{pool: 1, groups: 2, want: PinLimits{1, 1, 1}},             // nothing can be reserved in a pool of one
 		{pool: 2, groups: 4, want: PinLimits{1, 1, 1}},             // at least one connection is left to unpinned work
-		{pool: 16, groups: 2, max: 20, want: PinLimits{14, 14, 7}}, // never into the reserve
+		{pool: 16, groups: 2, max: 20, want: PinLimits{16, 16, 8}}, // set: up to the pool, past the reserve
+		{pool: 4, groups: 2, max: 4, want: PinLimits{4, 4, 2}},     // the operator's choice
 		{pool: 16, groups: 2, max: 6, per: 2, want: PinLimits{6, 2, 3}},
 		{pool: 16, groups: 2, max: 6, per: 9, want: PinLimits{6, 6, 3}},
 		{pool: 16, groups: 2, sticky: 10, want: PinLimits{14, 14, 10}},

@@ -47,6 +47,10 @@ type clientStmt struct {
 	longMap []byte
 	longLen int
 	longErr *mysqlwire.Error // a bad SEND_LONG_DATA, reported by the next execute
+	// longBudget is the budget long's memory (longCharged bytes: the
+	// chunks' capacity) is charged to, max_buffer_memory.
+	longBudget  *mysqlwire.Budget
+	longCharged int64
 	// cursor is the backend statement holding this statement's open
 	// cursor on the session's pinned connection.
 	cursor     uint32
@@ -54,7 +58,15 @@ type clientStmt struct {
 }
 
 func (cs *clientStmt) clearLong() {
-	cs.long, cs.longMap, cs.longLen, cs.longErr = nil, nil, 0, nil
+	cs.dropLong()
+	cs.longErr = nil
+}
+
+// dropLong drops the long data, giving its memory back to the budget.
+func (cs *clientStmt) dropLong() {
+	cs.long, cs.longMap, cs.longLen = nil, nil, 0
+	cs.longBudget.Give(cs.longCharged)
+	cs.longBudget, cs.longCharged = nil, 0
 }
 
 // stmtRun is a COM_STMT_EXECUTE on its way to a backend.

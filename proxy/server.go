@@ -223,6 +223,7 @@ func New(cfg Config, p *pool.Pool, s *scheduler.Scheduler) (*Server, error) {
 	srv.pins.max.Store(int64(cfg.MaxPinned))
 	srv.pins.perAccount.Store(int64(cfg.MaxPinnedPerAccount))
 	srv.pins.sticky.Store(int64(cfg.MaxStickyPinned))
+	srv.pins.lend = p.Lend
 	srv.slowQueue.Store(int64(cfg.SlowQueue))
 	srv.chars.init(p.Config().Collation)
 	srv.maxPacket.Store(int64(cfg.MaxAllowedPacket))

@@ -57,12 +57,13 @@ func (r *stmtRegistry) add(e *cachedStmt, n *atomic.Int64) uint32 {
 	return r.lastID
 }
 
-// remove unregisters statement id and returns it (nil if none). Its
-// cursor, if open, is the caller's to close first.
+// remove unregisters statement id and returns it (nil if none), its long
+// data dropped. Its cursor, if open, is the caller's to close first.
 func (r *stmtRegistry) remove(id uint32) *clientStmt {
 	cs := r.byID[id]
 	if cs != nil {
 		delete(r.byID, id)
+		cs.dropLong()
 	}
 	return cs
 }
@@ -103,6 +104,7 @@ func (r *stmtRegistry) clear(each func(*clientStmt)) int {
 	n := len(r.byID)
 	for _, cs := range r.byID {
 		each(cs)
+		cs.dropLong()
 	}
 	r.byID = nil
 	r.cursors = 0
@@ -110,10 +112,12 @@ func (r *stmtRegistry) clear(each func(*clientStmt)) int {
 }
 
 // sendLongData serves COM_STMT_SEND_LONG_DATA, which has no answer: the
-// data is kept until the statement's next execute, up to max bytes over
-// all its parameters. Errors are reported by that execute, as the server
-// does.
-func (r *stmtRegistry) sendLongData(p []byte, max int) {
+// data is kept until the statement's next execute, up to limit bytes over
+// all its parameters, its memory charged to budget (max_buffer_memory: a
+// chunk that would pass it waits for others' memory as a packet read does,
+// and past that wait the data is dropped and the execute gets ERR 1041).
+// Errors are reported by that execute, as the server does.
+func (r *stmtRegistry) sendLongData(p []byte, limit int, budget *mysqlwire.Budget) {
 	id, ok := mysqlwire.StmtID(p)
 	cs := r.get(id)
 	if !ok || cs == nil || cs.longErr != nil {
@@ -128,8 +132,8 @@ func (r *stmtRegistry) sendLongData(p []byte, max int) {
 	switch {
 	case param >= int(cs.e.params):
 		cs.longErr = stmtErr(erWrongArguments, "Incorrect arguments to mysqld_stmt_send_long_data")
-	case cs.longLen+len(data) > max:
-		cs.long, cs.longMap, cs.longLen = nil, nil, 0
+	case cs.longLen+len(data) > limit:
+		cs.dropLong()
 		cs.longErr = mysqlwire.NewError(erNetPacketTooLarge, "HY000",
 			"Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_long_data_size' bytes")
 	}
@@ -139,6 +143,22 @@ func (r *stmtRegistry) sendLongData(p []byte, max int) {
 	if cs.longMap == nil {
 		cs.long = make([][]byte, cs.e.params)
 		cs.longMap = make([]byte, (int(cs.e.params)+7)/8)
+	}
+	old := cs.long[param]
+	if need := len(old) + len(data); need > cap(old) {
+		// The chunk's new array is charged before it is made: twice the
+		// old one, as append would grow it, within what may still come.
+		size := max(need, min(2*cap(old), limit-cs.longLen+len(old)))
+		if err := budget.Take(int64(size-cap(old)), cs.longCharged); err != nil {
+			cs.dropLong()
+			cs.longErr = errOutOfMemory
+			return
+		}
+		buf := make([]byte, len(old), size)
+		copy(buf, old)
+		cs.long[param] = buf
+		cs.longBudget = budget
+		cs.longCharged += int64(size - cap(old))
 	}
 	cs.long[param] = append(cs.long[param], data...)
 	cs.longMap[param/8] |= 1 << (param % 8)

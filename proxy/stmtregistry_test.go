@@ -2,8 +2,12 @@ package proxy
 
 import (
 	"encoding/binary"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
 func stmtPacket(cmd byte, id uint32) []byte {
@@ -94,25 +98,83 @@ func TestSendLongData(t *testing.T) {
 		p = binary.LittleEndian.AppendUint16(p, param)
 		return append(p, data...)
 	}
-	r.sendLongData(piece(1, "ab"), 10)
-	r.sendLongData(piece(1, "cd"), 10)
-	r.sendLongData(stmtPacket(comStmtSendLongData, 99), 10) // unknown statement: ignored
+	r.sendLongData(piece(1, "ab"), 10, nil)
+	r.sendLongData(piece(1, "cd"), 10, nil)
+	r.sendLongData(stmtPacket(comStmtSendLongData, 99), 10, nil) // unknown statement: ignored
 	cs := r.get(id)
 	if cs.longErr != nil || string(cs.long[1]) != "abcd" || cs.long[0] != nil || cs.longMap[0] != 2 || cs.longLen != 4 {
 		t.Fatalf("long data %q, map %v, len %d, err %v", cs.long, cs.longMap, cs.longLen, cs.longErr)
 	}
-	r.sendLongData(piece(1, "0123456"), 10)
+	r.sendLongData(piece(1, "0123456"), 10, nil)
 	if cs.longErr == nil || cs.longErr.Code != erNetPacketTooLarge || cs.long != nil || cs.longLen != 0 {
 		t.Fatalf("over max: %v, kept %d bytes", cs.longErr, cs.longLen)
 	}
 	cs.clearLong()
-	r.sendLongData(piece(2, "x"), 10)
+	r.sendLongData(piece(2, "x"), 10, nil)
 	if cs.longErr == nil || cs.longErr.Code != erWrongArguments {
 		t.Fatalf("parameter out of range: %v", cs.longErr)
 	}
 	cs.clearLong()
-	r.sendLongData(append(stmtPacket(comStmtSendLongData, id), 0), 10)
+	r.sendLongData(append(stmtPacket(comStmtSendLongData, id), 0), 10, nil)
 	if cs.longErr == nil || cs.longErr.Code != erWrongArguments {
 		t.Fatalf("short packet: %v", cs.longErr)
+	}
+}
+
+// TestSendLongDataIsChargedToTheBufferBudget: long data is memory a client
+// sends at will, so it counts in max_buffer_memory: charged as it arrives,
+// given back by the execute, a reset, a close or the session's end, and a
+// chunk that would pass the budget waits for another's memory to come back.
+func TestSendLongDataIsChargedToTheBufferBudget(t *testing.T) {
+	budget := mysqlwire.NewBudget(100)
+	var n atomic.Int64
+	var a, b stmtRegistry
+	ida, idb := a.add(&cachedStmt{params: 1}, &n), b.add(&cachedStmt{params: 1}, &n)
+	piece := func(id uint32, size int) []byte {
+		p := stmtPacket(comStmtSendLongData, id)
+		p = binary.LittleEndian.AppendUint16(p, 0)
+		return append(p, strings.Repeat("x", size)...)
+	}
+	a.sendLongData(piece(ida, 60), 1000, budget)
+	if got := budget.Used(); got != 60 {
+		t.Fatalf("60 bytes of long data charged %d", got)
+	}
+	b.sendLongData(piece(idb, 30), 1000, budget)
+	if got := budget.Used(); got != 90 {
+		t.Fatalf("90 bytes of long data charged %d", got)
+	}
+	// b's next chunk needs 30 more (its array doubles): past the budget, it
+	// waits for a's memory.
+	done := make(chan struct{})
+	go func() {
+		b.sendLongData(piece(idb, 30), 1000, budget)
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("a chunk past max_buffer_memory did not wait")
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.remove(ida) // COM_STMT_CLOSE
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the chunk still waits after the other statement's memory came back")
+	}
+	cs := b.get(idb)
+	if cs.longErr != nil || len(cs.long[0]) != 60 {
+		t.Fatalf("after the wait: %d bytes, %v", len(cs.long[0]), cs.longErr)
+	}
+	if got := budget.Used(); got != 60 {
+		t.Fatalf("charged %d for b's 60 bytes", got)
+	}
+	cs.clearLong() // the execute
+	if got := budget.Used(); got != 0 {
+		t.Fatalf("charged %d after the execute", got)
+	}
+	b.sendLongData(piece(idb, 10), 1000, budget)
+	b.clear(func(*clientStmt) {}) // the session ends
+	if got := budget.Used(); got != 0 {
+		t.Fatalf("charged %d after the session ended", got)
 	}
 }

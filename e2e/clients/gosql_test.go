@@ -119,7 +119,10 @@ func TestGoSQLCRUD(t *testing.T) {
 func TestGoSQLTransactions(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 30*time.Second)
-	px := env.StartProxy(t)
+	// Every connection of the pool of 4 pinned by a transaction at once
+	// (below): past the automatic pinned budget, which leaves unpinned work
+	// a reserve.
+	px := env.StartProxy(t, func(o *proxytest.Options) { o.Proxy.MaxPinned = o.Pool.Size })
 	db := px.Open(t)
 	mustExec(t, ctx, db, "DROP TABLE IF EXISTS gosql_tx")
 	mustExec(t, ctx, db, "CREATE TABLE gosql_tx (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB")

@@ -47,6 +47,7 @@ var families = map[string]dto.MetricType{
 	"tpproxy_thread_group_kickups_total":                   dto.MetricType_COUNTER,
 	"tpproxy_thread_group_queue_timeouts_total":            dto.MetricType_COUNTER,
 	"tpproxy_backend_pool_size":                            dto.MetricType_GAUGE,
+	"tpproxy_backend_lent_connections":                     dto.MetricType_GAUGE,
 	"tpproxy_backend_connections":                          dto.MetricType_GAUGE,
 	"tpproxy_backend_connections_pinned":                   dto.MetricType_GAUGE,
 	"tpproxy_backend_waiting":                              dto.MetricType_GAUGE,

@@ -391,7 +391,16 @@ type backendSwitch struct {
 	occupied uint32 // server thread id of the held one
 }
 
-// newBackendSwitch needs a proxy with a pool of exactly two connections.
+// pinAll is a proxy of a pool of size connections that sessions may all
+// pin (max_pinned_connections set to the pool: the automatic budget leaves
+// unpinned work a reserve), as the tests that pin every connection with
+// transactions need.
+func pinAll(size int) func(*proxytest.Options) {
+	return func(o *proxytest.Options) { o.Pool.Size, o.Proxy.MaxPinned = size, size }
+}
+
+// newBackendSwitch needs a proxy with a pool of exactly two connections
+// that may both be pinned (pinAll(2)).
 func newBackendSwitch(t testing.TB, px *proxytest.Proxy) *backendSwitch {
 	t.Helper()
 	if n := px.Pool.Stats().Size; n != 2 {

@@ -98,7 +98,7 @@ func TestCloseSharedStatement(t *testing.T) {
 // positions, and executes without types on a connection that never saw
 // the statement.
 func TestManyParameters(t *testing.T) {
-	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
+	px := env.StartProxy(t, pinAll(2))
 	const params = 1000
 	q := "SELECT COUNT(*), SUM(seq) FROM " + seqTable(t, 2*params+8) + " WHERE seq IN (?" + strings.Repeat(", ?", params-1) + ")"
 	for _, tg := range []target{directTarget(t), proxyTarget(px)} {

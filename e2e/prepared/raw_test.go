@@ -52,7 +52,7 @@ func typesArgs(k bindKind, n int) ([]param, []string) {
 // prepared the statement, or on which another session last bound the same
 // SQL text with other types: the proxy must supply the client's own types.
 func TestExecuteWithoutTypesOnOtherBackend(t *testing.T) {
-	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
+	px := env.StartProxy(t, pinAll(2))
 	sw := newBackendSwitch(t, px)
 	ints := rawConnect(t, px.Addr)
 	strs := rawConnect(t, px.Addr)

@@ -14,7 +14,7 @@ import (
 func stateTargets(t *testing.T, f func(t *testing.T, px *proxytest.Proxy, dsn string)) {
 	t.Run("direct", func(t *testing.T) { f(t, nil, directPSDSN(t)) })
 	t.Run("proxy", func(t *testing.T) {
-		px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 2 })
+		px := env.StartProxy(t, pinAll(2))
 		f(t, px, psDSN(px))
 	})
 }

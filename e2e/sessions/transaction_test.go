@@ -18,7 +18,9 @@ import (
 func TestTransactions(t *testing.T) {
 	root := env.Root(t)
 	freshTable(t, root, "tx_t", "(id INT AUTO_INCREMENT PRIMARY KEY, v INT)", "(v) VALUES (1), (2)")
-	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size = 3 })
+	// Two transactions at once (the deadlock): past the automatic pinned
+	// budget of a pool of 3 on 2 thread groups.
+	px := env.StartProxy(t, func(o *proxytest.Options) { o.Pool.Size, o.Proxy.MaxPinned = 3, 3 })
 	count := func(t *testing.T, c querier, v int) int64 {
 		t.Helper()
 		return mustInt(t, c, fmt.Sprintf("SELECT COUNT(*) FROM tx_t WHERE v = %d", v))

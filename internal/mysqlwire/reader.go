@@ -173,6 +173,24 @@ func (b *Budget) acquire(n, held int64) error {
 	return nil
 }
 
+// Take charges n bytes held outside a Reader (a prepared statement's long
+// data, say) by an owner that holds held already, waiting as a reader does
+// while that would go over the limit; past budgetWait it returns
+// ErrBudget and charges nothing. A nil budget charges nothing.
+func (b *Budget) Take(n, held int64) error {
+	if b == nil || n <= 0 {
+		return nil
+	}
+	return b.acquire(n, held)
+}
+
+// Give gives back n bytes charged by Take.
+func (b *Budget) Give(n int64) {
+	if b != nil {
+		b.release(n)
+	}
+}
+
 // release gives n bytes back.
 func (b *Budget) release(n int64) {
 	if n == 0 {

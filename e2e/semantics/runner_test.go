@@ -411,10 +411,13 @@ func (r *run) waitGone(role byte) result {
 }
 
 // startProxy starts a proxy for semUser with a pool of three, stopped
-// when scope ends.
+// when scope ends. Sessions may pin all three (for good too): the suite
+// compares results with direct sessions, which no pinned-connection
+// budget refuses; the budget has tests of its own (e2e/clients).
 func startProxy(scope testing.TB) *proxytest.Proxy {
 	return env.StartProxy(scope, func(o *proxytest.Options) {
 		o.Pool.Size = 3
+		o.Proxy.MaxPinned, o.Proxy.MaxStickyPinned = 3, 3
 		o.Pool.User, o.Pool.Password = semUser, semPass
 		o.Proxy.Users = []proxy.User{{Name: semUser, Plain: semPass}}
 		if os.Getenv("SEMANTICS_PROXY_LOG") == "" {

@@ -56,6 +56,14 @@ type PeersConfig struct {
 	// before/after in the same run.
 	Baseline     ProxyOptions
 	BaselineName string
+	// Unix adds the target tpproxy-unix: a second tpproxy with Proxy's
+	// settings whose backend connections use the server's unix socket
+	// instead of loopback TCP (not with Network).
+	Unix bool
+	// CountSyscalls counts the watched processes' system calls in each
+	// run's measured window with perf stat (the raw_syscalls:sys_enter
+	// tracepoint; perf on PATH, root), for the cost table.
+	CountSyscalls bool
 	// Sysbench is the sysbench binary. Default: sysbench on PATH.
 	Sysbench string
 	// Tables and TableSize: default 4 × 100,000.
@@ -99,9 +107,14 @@ func (c *PeersConfig) defaults() error {
 		if c.BaselineName == "" {
 			c.BaselineName = "tpproxy-before"
 		}
-		if !configKey.MatchString(strings.ReplaceAll(c.BaselineName, "-", "_")) || c.BaselineName == TargetTpproxy {
-			return fmt.Errorf("bench: peers: baseline name %q: want lower-case letters, digits, - and _ and not %q", c.BaselineName, TargetTpproxy)
+		if !configKey.MatchString(strings.ReplaceAll(c.BaselineName, "-", "_")) || c.BaselineName == TargetTpproxy || c.BaselineName == TargetTpproxyUnix {
+			return fmt.Errorf("bench: peers: baseline name %q: want lower-case letters, digits, - and _ and not %q or %q", c.BaselineName, TargetTpproxy, TargetTpproxyUnix)
 		}
+	} else {
+		c.BaselineName = "" // no baseline target
+	}
+	if c.Unix && c.Network > 0 {
+		return errors.New("bench: peers: the tpproxy-unix target runs on loopback only, not over tiers")
 	}
 	switch {
 	case c.PoolThreads == 0:
@@ -191,6 +204,8 @@ type PeersReport struct {
 	// target and executable, when there was one.
 	BaselineName   string `json:"baseline_name,omitempty"`
 	BaselineBinary string `json:"baseline_binary,omitempty"`
+	// CountedSyscalls: the processes' system calls were counted (perf).
+	CountedSyscalls bool `json:"counted_syscalls,omitempty"`
 	// Network is the delayed network the runs were over (nil: loopback).
 	Network *NetworkInfo `json:"network,omitempty"`
 	// Runs are every sysbench run in the order they ran.
@@ -214,6 +229,10 @@ type PeerRun struct {
 	RelayCPUUsPerStmt  float64 `json:"relay_cpu_us_per_stmt,omitempty"`
 	ServerCPUUsPerStmt float64 `json:"server_cpu_us_per_stmt,omitempty"`
 	ClientCPUUsPerStmt float64 `json:"client_cpu_us_per_stmt,omitempty"`
+	// Machine is the whole machine's CPU in the window (/proc/stat), and
+	// MachineCPUUsPerTx its busy time per transaction sysbench reported.
+	Machine           *MachineCPU `json:"machine_cpu,omitempty"`
+	MachineCPUUsPerTx float64     `json:"machine_cpu_us_per_tx,omitempty"`
 	// CPUWindowSec is how long the CPU was read: the measured time plus
 	// the transactions in flight at its end, which sysbench lets finish
 	// and counts (seconds with 1,000 clients).
@@ -241,7 +260,7 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 	rep := &PeersReport{
 		Title: "tpbench peers", Started: time.Now(), Rounds: cfg.Rounds,
 		ProxySet: cfg.Proxy.Set, ProxyConfig: cfg.Proxy.ConfigFile, ProxyGOMAXPROCS: cfg.Proxy.GOMAXPROCS,
-		BaselineName: cfg.BaselineName, BaselineBinary: cfg.Baseline.Binary,
+		BaselineName: cfg.BaselineName, BaselineBinary: cfg.Baseline.Binary, CountedSyscalls: cfg.CountSyscalls,
 		Environment: Environment{
 			OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 			Sandbox: true, Tables: cfg.Tables, TableSize: cfg.TableSize, Workload: demoWorkloads(cfg.Steps),
@@ -278,7 +297,11 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 	}()
 	rep.Environment.ServerVersion = srv.Version
 	fmt.Fprintf(out, "sandbox server %s at %s (direct)\n", srv.Version, srv.Addr)
-	peers, err := startPeerSet(ctx, peerSetConfig{Direct: direct, Dir: cfg.OutDir, Proxy: cfg.Proxy,
+	socket := ""
+	if cfg.Unix {
+		socket = srv.Socket
+	}
+	peers, err := startPeerSet(ctx, peerSetConfig{Direct: direct, Dir: cfg.OutDir, Proxy: cfg.Proxy, Socket: socket,
 		HAProxy: cfg.HAProxy, PoolThreads: cfg.PoolThreads, Baseline: cfg.Baseline, BaselineName: cfg.BaselineName,
 		Tiers: net, Out: out, Logger: cfg.Logger})
 	if err != nil {
@@ -316,6 +339,11 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 
 	base := SysbenchRun{Binary: cfg.Sysbench, Tables: cfg.Tables, TableSize: cfg.TableSize, PSMode: cfg.PSMode,
 		Warmup: cfg.Warmup, Duration: cfg.Duration}
+	if cfg.CountSyscalls {
+		if base.Perf, err = findPerf(); err != nil {
+			return nil, err
+		}
+	}
 	servers := []Target{peers.targets[0]}
 	if peers.poolDirect != nil {
 		servers = append(servers, Target{Name: TargetPool, DSN: peers.poolDirect.FormatDSN()})
@@ -368,6 +396,9 @@ runs:
 					run.Error = errors.Join(rerr, peers.exited()).Error()
 				}
 				run.setCPU(win, t.Name)
+				if win.SyscallsErr != nil {
+					fmt.Fprintf(out, "system calls not counted: %v\n", win.SyscallsErr)
+				}
 				rep.Runs = append(rep.Runs, run)
 				fmt.Fprintf(out, "[%d/%d] %s\n", n, total, run.line())
 			}
@@ -405,6 +436,9 @@ runs:
 // CPU window and the statements sysbench reported.
 func (r *PeerRun) setCPU(win cpuWindow, target string) {
 	r.CPUWindowSec = win.Seconds
+	if r.Machine = win.Machine; r.Machine != nil && r.Transactions > 0 {
+		r.MachineCPUUsPerTx = r.Machine.BusySec() * 1e6 / float64(r.Transactions)
+	}
 	for _, p := range win.Procs {
 		kind := p.Role
 		p.Role, p.Kind = target, kind
@@ -450,6 +484,13 @@ func peersNotes(r *PeersReport, ps *peerSet) []string {
 		notes = append(notes, "haproxy relays TCP 1:1 (mode tcp): a server connection and thread per client, as directly.")
 	} else {
 		notes = append(notes, "No haproxy target: haproxy is not installed (apt-get install haproxy) or --haproxy off.")
+	}
+	if r.CountedSyscalls {
+		notes = append(notes, "System calls were counted with perf stat on the raw_syscalls:sys_enter tracepoint of every watched process: "+
+			"each call pays for the count (tens of ns), on every target alike.")
+	}
+	if ps.unix != nil {
+		notes = append(notes, "tpproxy-unix: a second tpproxy with the same settings whose backend connections use the server's unix socket instead of loopback TCP.")
 	}
 	if ps.pool != nil {
 		notes = append(notes, fmt.Sprintf("mariadb-pool: a second sandbox with thread_handling=pool-of-threads, thread_pool_size=%d, and the same tables.", r.PoolThreads))
@@ -617,7 +658,7 @@ func (r *PeersReport) WriteMarkdown(w io.Writer) error {
 				continue
 			}
 			rr := ""
-			if other == TargetHAProxy || other == r.BaselineName {
+			if other == TargetHAProxy || other == r.BaselineName || other == TargetTpproxyUnix {
 				rr = ratioRange(px, o, relay)
 			}
 			rows = append(rows, []string{s.wl, strconv.Itoa(s.n), TargetTpproxy + "/" + other,
@@ -629,6 +670,9 @@ func (r *PeersReport) WriteMarkdown(w io.Writer) error {
 		if err := renderMarkdownAligned(&b, peersRatioHeader, rows, "lrl"); err != nil {
 			return err
 		}
+	}
+	if err := r.writeCostTable(&b); err != nil {
+		return err
 	}
 	var failed []string
 	for _, run := range r.Runs {

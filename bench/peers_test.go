@@ -97,3 +97,75 @@ func TestFormatThousands(t *testing.T) {
 		}
 	}
 }
+
+// TestPeersCostTable: the machine's CPU per transaction split into the
+// relay's user and system time, the server's, the client's and the rest,
+// with the interrupt time within them, system calls and context switches per statement, the
+// mean of the rounds that have the figures; without counted system calls
+// their columns say so.
+func TestPeersCostTable(t *testing.T) {
+	wl := "oltp_read_write"
+	run := func(round int, target string, busy float64, procs ...ProcessUsage) PeerRun {
+		r := PeerRun{Workload: wl, Threads: 8, Round: round, Target: target,
+			SysbenchResult: SysbenchResult{TPS: 500, Transactions: 10000, Queries: 200000}}
+		m := map[int]ProcessUsage{}
+		for i, p := range procs {
+			m[i+1] = p
+		}
+		// busy s: user 60%, system 30%, softirq 10%.
+		r.setCPU(cpuWindow{Seconds: 20, Procs: m, Machine: &MachineCPU{UserSec: busy * 0.6, SystemSec: busy * 0.3, SoftIRQSec: busy * 0.1}}, target)
+		return r
+	}
+	server := ProcessUsage{Role: ProcServer, UserSec: 10, SystemSec: 6, CPUSec: 16, Syscalls: 600000, CtxSwitchesPerSec: 10000}
+	client := ProcessUsage{Role: ProcClient, UserSec: 3, SystemSec: 1, CPUSec: 4, Syscalls: 400000}
+	relay := func(user, sys float64) ProcessUsage {
+		return ProcessUsage{Role: ProcRelay, UserSec: user, SystemSec: sys, CPUSec: user + sys, Syscalls: 800000, CtxSwitchesPerSec: 5000}
+	}
+	r := &PeersReport{Targets: []string{TargetDirect, TargetHAProxy}, Rounds: 2, Runs: []PeerRun{
+		run(1, TargetDirect, 22, server, client),
+		run(1, TargetHAProxy, 40, server, client, relay(4, 8)),
+		run(2, TargetDirect, 22, server, client),
+		run(2, TargetHAProxy, 36, server, client, relay(2, 8)),
+	}}
+	uncounted := run(3, TargetHAProxy, 36, server, client, relay(2, 8))
+	for i := range uncounted.Processes {
+		uncounted.Processes[i].Syscalls = 0
+	}
+	r.Runs = append(r.Runs, uncounted)
+	var b bytes.Buffer
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	row := func(cells ...string) string { return "| " + strings.Join(cells, " | ") + " |" }
+	squeeze := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	got := squeeze(b.String())
+	for _, want := range []string{
+		// Round 3 of haproxy counted no calls: the mean of three rounds
+		// (3,600, 4,000, 3,600 µs) has no calls.
+		row(wl, "8", "haproxy", "500", "3,733", "267", "800", "1,600", "400", "667", "373", "–", "–", "–", "0.50", "1.00"),
+	} {
+		if !strings.Contains(got, squeeze(want)) {
+			t.Errorf("peers.md lacks %q:\n%s", want, b.String())
+		}
+	}
+	r.Runs = r.Runs[:4]
+	b.Reset()
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	got = squeeze(b.String())
+	for _, want := range []string{
+		// 22 s over 10,000 tx = 2,200 µs: server 1,600, client 400,
+		// rest 200, softirq 220 (within); calls 600,000 and 400,000 over 200,000
+		// statements; 10,000 switches/s × 20 s over them.
+		row(wl, "8", "direct", "500", "2,200", "", "", "1,600", "400", "200", "220", "", "3.00", "2.00", "", "1.00"),
+		// Machine 4,000 and 3,600 µs → 3,800; relay user 300, system 800;
+		// rest 3,800-300-800-1,600-400 = 700; softirq 380; relay calls
+		// 800,000 / 200,000.
+		row(wl, "8", "haproxy", "500", "3,800", "300", "800", "1,600", "400", "700", "380", "4.00", "3.00", "2.00", "0.50", "1.00"),
+	} {
+		if !strings.Contains(got, squeeze(want)) {
+			t.Errorf("peers.md lacks %q:\n%s", want, b.String())
+		}
+	}
+}

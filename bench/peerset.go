@@ -26,6 +26,10 @@ const (
 	TargetTpproxy = "tpproxy"
 	// TargetHAProxy is haproxy relaying TCP 1:1 in front of it.
 	TargetHAProxy = "haproxy"
+	// TargetTpproxyUnix is a second tpproxy with the same settings whose
+	// backend connections use the server's unix socket (tpbench peers
+	// --unix-socket).
+	TargetTpproxyUnix = "tpproxy-unix"
 	// TargetPool is a second server with MariaDB's thread pool
 	// (thread_handling=pool-of-threads) holding the same tables.
 	TargetPool = "mariadb-pool"
@@ -50,6 +54,10 @@ type peerSetConfig struct {
 	// target BaselineName.
 	Baseline     ProxyOptions
 	BaselineName string
+	// Socket, when set, is the server's unix socket: a second tpproxy
+	// with Proxy's settings connects to the server over it, as the
+	// target TargetTpproxyUnix (loopback only).
+	Socket string
 	// Tiers, when set, is the network the peers run over: the relays in
 	// its proxy namespace, the pool server in its server namespace
 	// (where Direct's server runs too). Nil: loopback.
@@ -63,6 +71,7 @@ type peerSetConfig struct {
 type peerSet struct {
 	proxy   *proxyProcess
 	base    *proxyProcess   // nil: no baseline
+	unix    *proxyProcess   // nil: no tpproxy-unix target
 	haproxy *haproxyProcess // nil: left out
 	pool    *sandbox.Server // nil: left out
 	// poolDirect is the benchmark account on pool.
@@ -122,6 +131,23 @@ func startPeerSet(ctx context.Context, cfg peerSetConfig) (_ *peerSet, err error
 		ps.targets = append(ps.targets, Target{Name: cfg.BaselineName, DSN: withAddr(d, ps.base.Addr)})
 		ps.relayPID[cfg.BaselineName] = ps.base.pid()
 		fmt.Fprintf(cfg.Out, "%s: tpproxy %s at %s (pid %d, config %s, log %s)\n", cfg.BaselineName, cfg.Baseline.Binary, ps.base.Addr, ps.base.pid(), ps.base.ConfigPath, ps.base.logPath)
+	}
+
+	if cfg.Socket != "" {
+		if cfg.Tiers != nil {
+			return nil, errors.New("bench: the tpproxy-unix target needs the server on this machine's loopback, not over tiers")
+		}
+		dir := filepath.Join(cfg.Dir, TargetTpproxyUnix)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		ps.unix, err = startProxyProcess(ctx, cfg.Proxy, dir, cfg.Socket, d.User, d.Passwd, at, cfg.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("bench: the %s target: %w", TargetTpproxyUnix, err)
+		}
+		ps.targets = append(ps.targets, Target{Name: TargetTpproxyUnix, DSN: withAddr(d, ps.unix.Addr)})
+		ps.relayPID[TargetTpproxyUnix] = ps.unix.pid()
+		fmt.Fprintf(cfg.Out, "%s: tpproxy at %s, backend %s (pid %d, config %s, log %s)\n", TargetTpproxyUnix, ps.unix.Addr, cfg.Socket, ps.unix.pid(), ps.unix.ConfigPath, ps.unix.logPath)
 	}
 
 	if hap != "" {
@@ -219,6 +245,9 @@ func (ps *peerSet) close(ctx context.Context) error {
 	if ps.base != nil {
 		errs = append(errs, ps.base.stop())
 	}
+	if ps.unix != nil {
+		errs = append(errs, ps.unix.stop())
+	}
 	if ps.haproxy != nil {
 		errs = append(errs, ps.haproxy.stop())
 	}
@@ -236,7 +265,13 @@ func (ps *peerSet) close(ctx context.Context) error {
 // target that stopped answering explains itself.
 func (ps *peerSet) exited() error {
 	var errs []error
-	for _, c := range []*child{ps.proxyChild(), ps.haproxyChild()} {
+	kids := []*child{ps.proxyChild(), ps.haproxyChild()}
+	for _, p := range []*proxyProcess{ps.base, ps.unix} {
+		if p != nil {
+			kids = append(kids, p.child)
+		}
+	}
+	for _, c := range kids {
 		if c == nil {
 			continue
 		}

@@ -47,6 +47,9 @@ type SysbenchRun struct {
 	PSMode string
 	// Extra are more sysbench options (--rand-type=uniform).
 	Extra []string
+	// Perf, when set, is the perf binary that counts the watched
+	// processes' system calls in the measured window.
+	Perf string
 }
 
 // SysbenchResult is sysbench's final report: the measured part of a run,
@@ -151,6 +154,37 @@ type cpuWindow struct {
 	// finish and counts.
 	Seconds float64
 	Procs   map[int]ProcessUsage
+	// Machine is the whole machine's CPU in the window (nil when
+	// /proc/stat could not be read).
+	Machine *MachineCPU
+	// SyscallsErr is why system calls were not counted, when asked to.
+	SyscallsErr error
+}
+
+// MachineCPU is the whole machine's CPU time in a window, from
+// /proc/stat, in seconds summed over the CPUs.
+type MachineCPU struct {
+	// UserSec is user + nice, SystemSec system; IRQSec and SoftIRQSec
+	// are interrupt handling, where the kernel's network processing of
+	// loopback packets lands when it is not charged to a process.
+	UserSec    float64 `json:"user_s"`
+	SystemSec  float64 `json:"system_s"`
+	IRQSec     float64 `json:"irq_s"`
+	SoftIRQSec float64 `json:"softirq_s"`
+}
+
+// BusySec is the machine's CPU time not idle, iowait or steal.
+func (m MachineCPU) BusySec() float64 { return m.UserSec + m.SystemSec + m.IRQSec + m.SoftIRQSec }
+
+// machineCPU is what the machine did between a and b.
+func machineCPU(a, b sysstat.HostSample) *MachineCPU {
+	d := func(x, y float64) float64 { return max(y-x, 0) }
+	return &MachineCPU{
+		UserSec:    d(a.CPU.User+a.CPU.Nice, b.CPU.User+b.CPU.Nice),
+		SystemSec:  d(a.CPU.System, b.CPU.System),
+		IRQSec:     d(a.CPU.IRQ, b.CPU.IRQ),
+		SoftIRQSec: d(a.CPU.SoftIRQ, b.CPU.SoftIRQ),
+	}
 }
 
 // runSysbench runs r and reads the watched processes' CPU from the end of
@@ -180,19 +214,51 @@ func runSysbench(ctx context.Context, r SysbenchRun, watch map[int]string, progr
 	}
 	watch = maps.Clone(watch)
 	watch[cmd.Process.Pid] = ProcClient
-	sample := func() map[int]sysstat.ProcSample {
+	host := sysstat.LocalHost()
+	var hostBegin, hostEnd sysstat.HostSample
+	var hostErr error
+	sample := func(hs *sysstat.HostSample) map[int]sysstat.ProcSample {
 		out := map[int]sysstat.ProcSample{}
 		for pid := range watch {
 			if s, err := sysstat.ReadProc(pid); err == nil {
 				out[pid] = s
 			}
 		}
+		s, err := host.Sample(ctx)
+		*hs, hostErr = s, errors.Join(hostErr, err)
 		return out
 	}
 	var (
 		begin, end     map[int]sysstat.ProcSample
 		beganAt, endAt time.Time
+		counters       = map[int]*syscallCounter{}
+		calls          = map[int]uint64{}
 	)
+	countCalls := func() {
+		if r.Perf == "" {
+			return
+		}
+		for pid := range watch {
+			c, err := startSyscallCount(ctx, r.Perf, pid)
+			if err != nil {
+				win.SyscallsErr = errors.Join(win.SyscallsErr, err)
+				continue
+			}
+			counters[pid] = c
+		}
+	}
+	stopCounting := func() {
+		for pid, c := range counters {
+			n, err := c.stop()
+			if err != nil {
+				win.SyscallsErr = errors.Join(win.SyscallsErr, fmt.Errorf("pid %d: %w", pid, err))
+				continue
+			}
+			calls[pid] = n
+		}
+		clear(counters)
+	}
+	defer stopCounting()
 	p := newSysbenchParser(r.Warmup >= time.Second)
 	var tail []string
 	sc := bufio.NewScanner(stdout)
@@ -204,9 +270,11 @@ func runSysbench(ctx context.Context, r SysbenchRun, watch map[int]string, progr
 		}
 		switch p.line(line) {
 		case sbMeasuring:
-			begin, beganAt = sample(), time.Now()
+			countCalls()
+			begin, beganAt = sample(&hostBegin), time.Now()
 		case sbFinal:
-			end, endAt = sample(), time.Now()
+			end, endAt = sample(&hostEnd), time.Now()
+			stopCounting()
 		case sbInterval:
 			if progress != nil {
 				progress(line)
@@ -225,6 +293,9 @@ func runSysbench(ctx context.Context, r SysbenchRun, watch map[int]string, progr
 		return SysbenchResult{}, win, fmt.Errorf("%w: no final report\n%s", ErrSysbench, lastLines(out, 15))
 	}
 	win.Seconds, win.Procs = endAt.Sub(beganAt).Seconds(), map[int]ProcessUsage{}
+	if hostErr == nil && !hostBegin.At.IsZero() && !hostEnd.At.IsZero() {
+		win.Machine = machineCPU(hostBegin, hostEnd)
+	}
 	for pid, role := range watch {
 		a, okA := begin[pid]
 		b, okB := end[pid]
@@ -232,7 +303,8 @@ func runSysbench(ctx context.Context, r SysbenchRun, watch map[int]string, progr
 			continue
 		}
 		u := sysstat.ProcDelta(a, b)
-		win.Procs[pid] = ProcessUsage{Role: role, PID: pid, Name: b.Name, CPUPct: u.CPUPct, CPUSec: u.CPUPct * u.Seconds / 100,
+		win.Procs[pid] = ProcessUsage{Role: role, PID: pid, Name: b.Name, CPUPct: u.CPUPct, CPUSec: u.UserSec + u.SystemSec,
+			UserSec: u.UserSec, SystemSec: u.SystemSec, Syscalls: calls[pid],
 			CtxSwitchesPerSec: u.CtxPerSec, RSSBytes: u.RSS, Threads: u.Threads}
 	}
 	return p.res, win, nil

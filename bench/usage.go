@@ -97,8 +97,14 @@ type ProcessUsage struct {
 	Name string `json:"name"`
 	// CPUPct: 100 is one core.
 	CPUPct float64 `json:"cpu_pct"`
-	// CPUSec is user + system CPU time in the hold (utime + stime).
-	CPUSec float64 `json:"cpu_s"`
+	// CPUSec is user + system CPU time in the hold (utime + stime);
+	// UserSec and SystemSec are its parts (set by tpbench peers).
+	CPUSec    float64 `json:"cpu_s"`
+	UserSec   float64 `json:"user_s,omitempty"`
+	SystemSec float64 `json:"system_s,omitempty"`
+	// Syscalls is the process's system calls in the hold (tpbench peers
+	// --count-syscalls: perf stat on raw_syscalls:sys_enter).
+	Syscalls uint64 `json:"syscalls,omitempty"`
 	// CPUUsPerStmt is CPUSec in µs per statement the clients completed in
 	// the hold (StepResult.Queries), for the processes the step's
 	// statements went through (its target's relay and server); 0 for the

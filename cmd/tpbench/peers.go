@@ -20,6 +20,7 @@ func newPeersCmd(a *app) *cobra.Command {
 		rounds, poolThreads       int
 		duration, warmup          time.Duration
 		network                   string
+		unix, countSyscalls       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "peers",
@@ -33,8 +34,17 @@ interleaved. For each run: TPS, p95, sysbench's ignored errors, and the CPU
 per statement of the relay (tpproxy, haproxy) and of the server: utime+stime
 from /proc/PID/stat between the end of the warmup and sysbench's final
 report, over the statements sysbench reported. Prints a markdown table with
-tpproxy's ratios to haproxy, mariadb-pool and direct, and writes peers.md and
-peers.json (plus tpproxy.yaml, tpproxy.log, haproxy.cfg, haproxy.log) to --out.
+tpproxy's ratios to haproxy, mariadb-pool and direct, and a table of where a
+transaction's CPU goes: the whole machine's busy time (/proc/stat) per
+transaction split into the relay's user and system time, the server's, the
+client's, interrupts (softirq: loopback's network processing) and the rest,
+with each process's context switches per statement and, with
+--count-syscalls, its system calls per statement (perf stat on the
+raw_syscalls:sys_enter tracepoint; root). Writes peers.md and peers.json (plus
+tpproxy.yaml, tpproxy.log, haproxy.cfg, haproxy.log) to --out.
+
+--unix-socket adds tpproxy-unix, a second tpproxy with the same settings whose
+backend connections use the server's unix socket instead of loopback TCP.
 
 tpproxy is found next to this executable unless --tpproxy-bin; --proxy-set
 KEY=VALUE (repeatable), --proxy-config FILE (or $TPBENCH_PROXY_CONFIG) and
@@ -52,7 +62,7 @@ delayed 0.2 ms each way (root only).`,
 			}
 			cfg := bench.PeersConfig{
 				OutDir: out, Proxy: proxy, HAProxy: haproxy, Sysbench: sysbench,
-				Baseline: bench.ProxyOptions{Binary: baselineBin}, BaselineName: baselineName,
+				Baseline: bench.ProxyOptions{Binary: baselineBin}, BaselineName: baselineName, Unix: unix, CountSyscalls: countSyscalls,
 				Tables: tables, TableSize: tableSize, Rounds: rounds,
 				Duration: duration, Warmup: warmup, PSMode: psMode,
 				Out: cmd.OutOrStdout(), Interactive: isTerminal(cmd.OutOrStdout()), Logger: a.log,
@@ -101,6 +111,8 @@ delayed 0.2 ms each way (root only).`,
 	fl.StringVar(&haproxy, "haproxy", bench.HAProxyAuto, "haproxy target: auto (when installed), on or off")
 	fl.StringVar(&baselineBin, "baseline-bin", "", "another tpproxy build to run as a target of its own with the same settings (the before of a before/after)")
 	fl.StringVar(&baselineName, "baseline-name", "tpproxy-before", "the --baseline-bin target's name")
+	fl.BoolVar(&countSyscalls, "count-syscalls", false, "count each watched process's system calls in the measured window with perf stat (root; perf on PATH) for the cost table")
+	fl.BoolVar(&unix, "unix-socket", false, "add the target tpproxy-unix: a second tpproxy, the same settings, connecting to the server over its unix socket (loopback only)")
 	fl.StringVar(&network, "network", "loopback", "loopback, or a one-way delay such as 0.2ms on every link between sysbench, the relays and the servers (network namespaces of their own; root only)")
 	pf.register(cmd)
 	return cmd

@@ -45,6 +45,8 @@ type ProcUsage struct {
 	Seconds float64
 	// CPUPct is user + system CPU time over wall time: 100 is one core.
 	CPUPct float64
+	// UserSec and SystemSec are the CPU seconds between the samples.
+	UserSec, SystemSec float64
 	// CtxPerSec is VoluntaryPerSec + InvoluntaryPerSec.
 	CtxPerSec, VoluntaryPerSec, InvoluntaryPerSec float64
 	// RSS and Threads are the later sample's.
@@ -70,8 +72,8 @@ func ProcDelta(a, b ProcSample) ProcUsage {
 	if u.Seconds <= 0 || a.PID != b.PID || a.start != b.start {
 		return u
 	}
-	cpu := fdelta(a.UserSec, b.UserSec) + fdelta(a.SystemSec, b.SystemSec)
-	u.CPUPct = cpu / u.Seconds * 100
+	u.UserSec, u.SystemSec = fdelta(a.UserSec, b.UserSec), fdelta(a.SystemSec, b.SystemSec)
+	u.CPUPct = (u.UserSec + u.SystemSec) / u.Seconds * 100
 	u.VoluntaryPerSec = float64(delta(a.VoluntaryCtx, b.VoluntaryCtx)) / u.Seconds
 	u.InvoluntaryPerSec = float64(delta(a.InvoluntaryCtx, b.InvoluntaryCtx)) / u.Seconds
 	u.CtxPerSec = u.VoluntaryPerSec + u.InvoluntaryPerSec

@@ -52,7 +52,7 @@ func TestProcDelta(t *testing.T) {
 	a := sysstat.ProcSample{At: t0, PID: 7, UserSec: 10, SystemSec: 5, VoluntaryCtx: 1000, InvoluntaryCtx: 100, RSS: 1 << 20, Threads: 4}
 	b := sysstat.ProcSample{At: t0.Add(2 * time.Second), PID: 7, UserSec: 11.5, SystemSec: 5.5, VoluntaryCtx: 3000, InvoluntaryCtx: 300, RSS: 2 << 20, Threads: 5}
 	u := sysstat.ProcDelta(a, b)
-	want := sysstat.ProcUsage{Seconds: 2, CPUPct: 100, CtxPerSec: 1100, VoluntaryPerSec: 1000, InvoluntaryPerSec: 100, RSS: 2 << 20, Threads: 5}
+	want := sysstat.ProcUsage{Seconds: 2, CPUPct: 100, UserSec: 1.5, SystemSec: 0.5, CtxPerSec: 1100, VoluntaryPerSec: 1000, InvoluntaryPerSec: 100, RSS: 2 << 20, Threads: 5}
 	if u != want {
 		t.Errorf("ProcDelta = %+v, want %+v", u, want)
 	}

@@ -130,7 +130,44 @@ func (w workloadSteps) headline() string {
 	if b, ok := w.step(base, top); ok && b.ErrorTotal > 0 {
 		sentence += "; " + base + " had " + plural(b.ErrorTotal, "failed transaction", "failed transactions")
 	}
-	return sentence + "."
+	return sentence + "." + w.byClients()
+}
+
+// byClients is the headline's second sentence when the workload ran more
+// than one client count: every target's TPS over the baseline's at each
+// count both ran (where the baseline completed transactions), e.g.
+// " TPS against direct by clients: tpproxy 0.62× at 8, 2.1× at 1,000."
+// A proxy's cost with few clients and its gain with many are both in the
+// headline, not only the top step's.
+func (w workloadSteps) byClients() string {
+	var counts []int
+	for _, s := range w.steps {
+		if s.Target == w.baseline && !slices.Contains(counts, s.Threads) {
+			counts = append(counts, s.Threads)
+		}
+	}
+	if len(counts) < 2 {
+		return ""
+	}
+	slices.Sort(counts)
+	var parts []string
+	for _, t := range w.targets[1:] {
+		var at []string
+		for _, n := range counts {
+			b, okb := w.step(w.baseline, n)
+			s, oks := w.step(t, n)
+			if okb && oks && b.TPS > 0 {
+				at = append(at, formatTimes(s.TPS/b.TPS)+" at "+formatCount(float64(n)))
+			}
+		}
+		if len(at) > 0 {
+			parts = append(parts, t+" "+strings.Join(at, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " TPS against " + w.baseline + " by clients: " + strings.Join(parts, "; ") + "."
 }
 
 func tpsAndP99(s StepResult) string {

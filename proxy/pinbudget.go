@@ -54,7 +54,9 @@ type pinBudget struct {
 	// open beyond its size); nil: nobody.
 	lend func(n int)
 
-	waits, overdrafts atomic.Uint64
+	// takes counts the statements that asked for a slot, waits those of
+	// them that queued for one.
+	takes, waits, overdrafts atomic.Uint64
 	// refusedTotal, refusedAccount and refusedSticky count the statements
 	// refused at each limit.
 	refusedTotal, refusedAccount, refusedSticky atomic.Uint64
@@ -105,6 +107,7 @@ func (b *pinBudget) limitsFor(poolSize, groups int) PinLimits {
 // the statement would pin the session for good. The error is the ERR the
 // statement gets.
 func (b *pinBudget) take(ctx context.Context, account string, sticky bool, lim func() PinLimits, wait time.Duration) error {
+	b.takes.Add(1)
 	b.mu.Lock()
 	l := lim()
 	if b.waiters.Len() == 0 && b.fits(account, sticky, l) {
@@ -321,6 +324,15 @@ func (srv *Server) pinLimits() PinLimits {
 
 // PinStats reads the pinned-connection budget.
 func (srv *Server) PinStats() PinStats { return srv.pins.stats(srv.pinLimits()) }
+
+// PinQueue counts the statements that asked the pinned-connection budget
+// for a slot and those of them that waited for one, without its lock: the
+// GOMAXPROCS governor reads them every tick. Transactions that start while
+// the budget is full queue here, not in the thread pool or the
+// connection pool.
+func (srv *Server) PinQueue() (takes, waits uint64) {
+	return srv.pins.takes.Load(), srv.pins.waits.Load()
+}
 
 // pinSlot gets the session a slot for a statement that may pin it (for
 // good if sticky), unless it has one. ok false: there was none in time,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tpproxy's tests and demo need on Debian/Ubuntu: a MariaDB
-# server and client, sysbench, and PyMySQL for the system python3; with the
+# server and client, sysbench, haproxy (the demo's bare-relay peer), and
+# PyMySQL for the system python3; with the
 # argument "tests" also Chromium (headless, for the report.html test) and the
 # client drivers of e2e/drivers: PHP (mysqli, PDO_mysql), mysqlclient
 # (MySQLdb) for the system python3, MariaDB Connector/J plus a JDK, Node
@@ -13,6 +14,7 @@ need=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || command -v mysqld >/dev/null 2>&1 || [ -x /usr/sbin/mysqld ] || need+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || command -v mysql >/dev/null 2>&1 || need+=(mariadb-client)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 /usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 || need+=(python3-pymysql)
 if [ "${1:-}" = "tests" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
@@ -56,5 +58,8 @@ $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 # private servers of their own.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mariadb 2>/dev/null; then
   $sudo systemctl stop mariadb || true
+fi
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet haproxy 2>/dev/null; then
+  $sudo systemctl stop haproxy || true
 fi
 node_deps "${1:-}"

@@ -33,12 +33,14 @@ func TestDefaultProcs(t *testing.T) {
 func TestProcsGovernor(t *testing.T) {
 	busy := loadSample{admitted: 1000, queued: 300}
 	poolBusy := loadSample{admitted: 1000, acquires: 50, waits: 40} // transactions queue for a connection
-	quiet := loadSample{admitted: 1000, queued: 20, acquires: 1000, waits: 5}
+	// Transactions queue for a pinned slot while few statements run.
+	pinBusy := loadSample{admitted: 200, queued: 2, acquires: 200, pinTakes: 50, pinWaits: 45}
+	quiet := loadSample{admitted: 1000, queued: 20, acquires: 1000, waits: 5, pinTakes: 100, pinWaits: 3}
 	idle := loadSample{admitted: 3, queued: 3} // a trickle is never busy
 	// A handshake flood: the one slot held for half the tick.
 	handshakes := loadSample{admitted: 50, authBusy: procsTick / 2, authSlots: 1}
 	someLogins := loadSample{admitted: 1000, authBusy: procsTick / 10, authSlots: 1}
-	for _, s := range []loadSample{busy, poolBusy, handshakes} {
+	for _, s := range []loadSample{busy, poolBusy, pinBusy, handshakes} {
 		if !s.busy() {
 			t.Fatalf("%+v: not busy", s)
 		}
@@ -63,6 +65,8 @@ func TestProcsGovernor(t *testing.T) {
 		{quiet, 1},
 		{handshakes, 1}, {handshakes, 4}, // a handshake flood
 		{someLogins, 4},
+		{quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 4}, {quiet, 1}, // someLogins was the first quiet tick
+		{pinBusy, 1}, {pinBusy, 4}, // transactions waiting for pinned slots
 	}
 	for i, st := range steps {
 		if got := g.observe(st.s); got != st.want {

@@ -311,6 +311,8 @@ func (c *Conn) flushReports(ctx context.Context) error {
 // it (the variable shows only the character set).
 func (c *Conn) ResultsCollationID(ctx context.Context) (uint16, error) {
 	defer c.withDeadline(ctx)()
+	// A SELECT of tpproxy's own: ROW_COUNT() -1 (see Query).
+	c.echoOwner, c.echoKnown, c.echoRows = 0, true, -1
 	if err := c.command(mysqlwire.ComQuery, "SELECT '' LIMIT 1"); err != nil {
 		return 0, err
 	}
@@ -901,6 +903,9 @@ func (c *Conn) Sync(ctx context.Context, want *State) error {
 // character set then is the one it was sent in).
 func (c *Conn) initDB(ctx context.Context, schema string) error {
 	defer c.withDeadline(ctx)()
+	// A command of tpproxy's own whose effect on ROW_COUNT() is not
+	// recorded: a statement that reads it gets it given (PrimeEcho).
+	c.echoOwner, c.echoKnown = 0, false
 	if err := c.command(mysqlwire.ComInitDB, schema); err != nil {
 		return err
 	}
@@ -958,6 +963,7 @@ func (c *Conn) clientUTF8(ctx context.Context) error {
 
 func (c *Conn) setMultiStatements(ctx context.Context, on bool) error {
 	defer c.withDeadline(ctx)()
+	c.echoOwner, c.echoKnown = 0, false // as initDB
 	c.StartCommand()
 	c.w.Begin()
 	c.w.AppendByte(mysqlwire.ComSetOption)

@@ -83,14 +83,18 @@ func listenIn(t *testing.T, ns, addr string) string {
 // at least 0.4 ms and, at the median, not much more; a data ping-pong
 // likewise; after Close the namespaces and links are gone.
 //
-// The median is bounded only with TPBENCH_QUIET_MACHINE=1 (scripts/test.sh
-// runs it so after the rest): beside other tests, round trips wait for a
-// CPU; the minimum, the delay itself, is checked always.
+// The delayer's own cost is bounded only with TPBENCH_QUIET_MACHINE=1
+// (scripts/test.sh runs it so after the rest): beside other tests, round
+// trips wait for a CPU; the minimum, the delay itself, is checked always.
+// The bound is on the delayer's fixed cost (the minimum over the delay) and
+// its queueing (the median over the minimum), not on their sum: its fixed
+// cost in userspace (NFQUEUE) depends on the machine (on this VM the
+// ping-pong's minimum is 515-580 µs for 400 µs of delay), and a shared CI
+// machine once put the median 7 µs over a bound on the sum. Noise only adds
+// time, so a try over the bound is measured again, up to three times.
 func TestTiersDelayEveryLink(t *testing.T) {
 	skipUnlessAvailable(t)
-	quiet := os.Getenv("TPBENCH_QUIET_MACHINE") == "1"
-	const delay = 200 * time.Microsecond
-	tr, err := Setup(t.Context(), Config{Delay: delay})
+	tr, err := Setup(t.Context(), Config{Delay: tierDelay})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,14 +106,13 @@ func TestTiersDelayEveryLink(t *testing.T) {
 	for _, c := range []struct{ name, ns, addr string }{
 		{"driver->server", "", srvA}, {"driver->proxy", "", px}, {"proxy->server", tr.ProxyNS, srvC},
 	} {
-		rtt, err := ProbeRTT(t.Context(), c.ns, c.addr, 200)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s connect RTT: %s", c.name, rtt)
-		if rtt.Min < 2*delay || quiet && rtt.P50 > 2*delay+300*time.Microsecond {
-			t.Errorf("%s: RTT %s, want min >= %s and p50 within 0.3 ms of it", c.name, rtt, 2*delay)
-		}
+		check(t, c.name+" connect", func() RTT {
+			rtt, err := ProbeRTT(t.Context(), c.ns, c.addr, 200)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rtt
+		})
 	}
 	// Data: a 16-byte ping-pong over one connection.
 	c, err := net.Dial("tcp4", srvA)
@@ -118,22 +121,20 @@ func TestTiersDelayEveryLink(t *testing.T) {
 	}
 	defer c.Close()
 	buf := make([]byte, 16)
-	var s []time.Duration
-	for range 500 {
-		begin := time.Now()
-		if _, err := c.Write(buf); err != nil {
-			t.Fatal(err)
+	check(t, "driver<->server ping-pong", func() RTT {
+		var s []time.Duration
+		for range 500 {
+			begin := time.Now()
+			if _, err := c.Write(buf); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+			s = append(s, time.Since(begin))
 		}
-		if _, err := c.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-		s = append(s, time.Since(begin))
-	}
-	rtt := summarize(s)
-	t.Logf("driver<->server ping-pong: %s", rtt)
-	if rtt.Min < 2*delay || quiet && rtt.P50 > 2*delay+300*time.Microsecond {
-		t.Errorf("ping-pong RTT %s, want min >= %s and p50 within 0.3 ms of it", rtt, 2*delay)
-	}
+		return summarize(s)
+	})
 	// The delayer is still there: its parent-death signal follows the
 	// thread that forked it, and once a probe's thread ended with it.
 	if err := tr.Alive(); err != nil {
@@ -153,6 +154,35 @@ func TestTiersDelayEveryLink(t *testing.T) {
 	for _, l := range tr.links {
 		if _, err := net.InterfaceByName(l); err == nil {
 			t.Errorf("link %s left behind", l)
+		}
+	}
+}
+
+// tierDelay is the one-way delay TestTiersDelayEveryLink sets up.
+const tierDelay = 200 * time.Microsecond
+
+// check measures a round trip: its minimum must be at least twice the
+// one-way delay. With TPBENCH_QUIET_MACHINE=1 the delayer must also add
+// little: the minimum at most 0.3 ms over twice the delay (its fixed cost
+// per packet) and the median within 0.3 ms of the minimum (its queueing), in
+// one of up to three tries.
+func check(t *testing.T, name string, measure func() RTT) {
+	t.Helper()
+	quiet := os.Getenv("TPBENCH_QUIET_MACHINE") == "1"
+	const tries, slack = 3, 300 * time.Microsecond
+	for try := 1; ; try++ {
+		rtt := measure()
+		t.Logf("%s RTT (try %d): %s", name, try, rtt)
+		if rtt.Min < 2*tierDelay {
+			t.Errorf("%s: RTT %s, want min >= %s", name, rtt, 2*tierDelay)
+			return
+		}
+		if !quiet || rtt.Min <= 2*tierDelay+slack && rtt.P50 <= rtt.Min+slack {
+			return
+		}
+		if try == tries {
+			t.Errorf("%s: RTT %s in the last of %d tries, want min within %s of %s and p50 within %s of min", name, rtt, tries, slack, 2*tierDelay, slack)
+			return
 		}
 	}
 }

@@ -638,9 +638,11 @@ func (p *Pool) Lend(n int) {
 	grew := n > p.lent
 	p.lent = max(n, 0)
 	// A loan that ends after its connection came back leaves one idle
-	// past the capacity: close the least recently used.
+	// past the capacity: close the least recently used. One whose dial is
+	// still in flight is no idle one's to pay for: put closes it when the
+	// dial ends.
 	var excess []*Conn
-	for p.open > p.capacity() && len(p.idle) > 0 {
+	for p.open-p.dialing > p.capacity() && len(p.idle) > 0 {
 		excess = append(excess, p.idle[0])
 		p.idle = slices.Delete(p.idle, 0, 1)
 		p.open--

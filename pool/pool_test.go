@@ -5,10 +5,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -548,9 +550,68 @@ func TestLentConnectionsLeaveThePoolItsSize(t *testing.T) {
 	}
 	// The loan may also end after the connection came back.
 	p.Lend(1)
-	waitFor(t, func() bool { return p.Stats().Open == 3 })
+	waitFor(t, func() bool { st := p.Stats(); return st.Open == 3 && st.Dialing == 0 })
 	p.Lend(0)
 	if st := p.Stats(); st.Open != 2 || st.Idle != 2 {
 		t.Fatalf("after a loan ended with every connection idle: %+v", st)
 	}
+}
+
+// TestLoanEndingDuringItsDialKeepsTheIdle: a loan that ends while its
+// connection is still being dialed closes that one when it arrives, not an
+// idle connection of the pool's (CI once saw Open 2, Idle 1, Dialing 1
+// right after such a Lend(0): an idle connection had been closed for it).
+func TestLoanEndingDuringItsDialKeepsTheIdle(t *testing.T) {
+	gate := make(chan struct{})
+	var gated atomic.Bool
+	p := newPool(t, func(c *pool.Config) {
+		c.Size = 2
+		c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if gated.Load() {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+	})
+	ctx := ctxT(t)
+	waitFor(t, func() bool { return p.Stats().Idle == 2 })
+	ids := idleThreadIDs(ctx, t, p)
+	gated.Store(true)
+	p.Lend(1)
+	waitFor(t, func() bool { return p.Stats().Dialing == 1 })
+	p.Lend(0)
+	if st := p.Stats(); st.Idle != 2 {
+		t.Fatalf("a loan ended during its dial closed an idle connection: %+v", st)
+	}
+	close(gate)
+	waitFor(t, func() bool { st := p.Stats(); return st.Dialing == 0 && st.Open == 2 })
+	if st := p.Stats(); st.Idle != 2 || st.Dials != 3 {
+		t.Fatalf("after the loan's dial ended: %+v", st)
+	}
+	if got := idleThreadIDs(ctx, t, p); !maps.Equal(got, ids) {
+		t.Errorf("idle connections %v, want the pool's own %v", got, ids)
+	}
+}
+
+// idleThreadIDs takes the pool's two connections and gives them back,
+// returning their server thread ids.
+func idleThreadIDs(ctx context.Context, t *testing.T, p *pool.Pool) map[uint32]bool {
+	t.Helper()
+	a, err := p.Acquire(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Acquire(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[uint32]bool{a.ThreadID(): true, b.ThreadID(): true}
+	p.Release(a)
+	p.Release(b)
+	return ids
 }

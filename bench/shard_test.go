@@ -19,8 +19,8 @@ import (
 // sandbox as 3 shards (goroutines calling Ramp, as 3 tpbench processes
 // would, meeting at a loopback barrier) and merges them, between two runs
 // of the same ramp in one piece: the merged steps have the same client
-// counts and a TPS within 10% of the single runs' mean (25% under the
-// race detector, see raceEnabled), and the shards
+// counts and a TPS within 25% of the single runs' mean (a lost or a
+// doubled shard is off by a third), the merge's sums are exact, and the shards
 // started each step within 100 ms of each other. The TPS is compared only
 // with TPBENCH_QUIET_MACHINE=1: beside the other packages' tests (go test
 // runs them at once) the single runs alone varied 7,842 to 21,682 TPS.
@@ -95,10 +95,27 @@ func TestShardedRampMatchesSingle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tolerance := 0.10
-		if raceEnabled {
-			tolerance = 0.25 // see raceEnabled; measured up to +12% at 24 clients
+		// The merge's arithmetic is checked exactly: a merged step's
+		// transactions are the shards' sum, its TPS is that sum over the
+		// union of their holds, and so at most the sum of their TPS.
+		for j, s := range merged.Steps {
+			var tx, tps float64
+			for _, p := range parts {
+				tx += float64(p.Steps[j].Transactions)
+				tps += p.Steps[j].TPS
+			}
+			if float64(s.Transactions) != tx || s.DurationSec <= 0 || math.Abs(s.TPS-tx/s.DurationSec) > 1e-6*s.TPS || s.TPS > tps*(1+1e-9) {
+				t.Errorf("step %d: merged %d transactions, %.1f TPS over %.3f s; shards %.0f transactions, %.1f TPS summed",
+					j, s.Transactions, s.TPS, s.DurationSec, tx, tps)
+			}
 		}
+		// Against the single runs the comparison catches gross errors only
+		// (a lost shard is 0.67, one counted twice 1.33): three sql.DB
+		// pools of 8 clients contend on 2 CPUs unlike one pool of 24, and
+		// a CI run measured the merged TPS 9-19% above the single runs'
+		// mean in all three comparisons (1.109, 1.094, 1.185 at 8
+		// clients), with the single runs 20% apart from each other.
+		tolerance := 0.25
 		for j, s := range merged.Steps {
 			one, two := before.Steps[j], after.Steps[j]
 			ref := (one.TPS + two.TPS) / 2

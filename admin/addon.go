@@ -18,6 +18,7 @@ const httpShutdownTimeout = 5 * time.Second
 // front end and pool.
 func PortAddon(cfg Config, ln net.Listener) stack.Addon {
 	return stack.Addon{Name: "admin port", Listener: ln, Build: func(st *stack.Stack) (stack.Service, error) {
+		cfg.Sizer = st.Sizer
 		a, err := New(cfg, st.Scheduler, st.Server, st.Pool)
 		if err != nil {
 			return stack.Service{}, err
@@ -29,6 +30,7 @@ func PortAddon(cfg Config, ln net.Listener) stack.Addon {
 // HTTPAddon is the /metrics, /healthz and /readyz endpoint on ln.
 func HTTPAddon(cfg HTTPConfig, ln net.Listener) stack.Addon {
 	return stack.Addon{Name: "http endpoint", Listener: ln, Build: func(st *stack.Stack) (stack.Service, error) {
+		cfg.Sizer = st.Sizer
 		h, err := NewHTTP(cfg, st.Server, st.Scheduler, st.Pool)
 		if err != nil {
 			return stack.Service{}, err

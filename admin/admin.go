@@ -23,6 +23,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/tpproxy/tpproxy/internal/autosize"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/internal/netx"
 	"github.com/tpproxy/tpproxy/pool"
@@ -42,6 +43,9 @@ type Config struct {
 	Password string
 	// Logger receives logins, changes and kills. Default slog.Default().
 	Logger *slog.Logger
+	// Sizer is the pool's automatic sizer, nil for a fixed pool_size
+	// (PortAddon takes it from the stack).
+	Sizer *autosize.Sizer
 }
 
 // Defaults of Config.

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tpproxy/tpproxy/internal/autosize"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
@@ -34,6 +35,9 @@ type HTTPConfig struct {
 	// Pprof also serves /debug/pprof/ on this endpoint (off by default:
 	// scrapers are often exposed, profiles should not be).
 	Pprof bool
+	// Sizer is the pool's automatic sizer, nil for a fixed pool_size
+	// (HTTPAddon takes it from the stack).
+	Sizer *autosize.Sizer
 }
 
 // HTTP serves /metrics, /healthz, /readyz and, when asked, /debug/pprof/.
@@ -64,7 +68,7 @@ func NewHTTP(cfg HTTPConfig, front *proxy.Server, sched *scheduler.Scheduler, p 
 	}, []string{"version", "commit", "go_version"})
 	build.WithLabelValues(cfg.Version, cfg.Commit, runtime.Version()).Set(1)
 	cs := []prometheus.Collector{
-		&collector{front: front, sched: sched, pool: p, ready: h.ready},
+		&collector{front: front, sched: sched, pool: p, ready: h.ready, sizer: cfg.Sizer},
 		build,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

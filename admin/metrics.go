@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tpproxy/tpproxy/internal/autosize"
 	"github.com/tpproxy/tpproxy/internal/histogram"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
@@ -51,6 +52,13 @@ var (
 	descGroupKickUps    = desc("thread_group_kickups_total", "Low-priority statements moved to the high-priority queue after thread_pool_prio_kickup_timer.", "group")
 	descGroupTimeouts   = desc("thread_group_queue_timeouts_total", "Statements that gave up after thread_pool.queue_timeout in a thread group queue.", "group")
 	descBackendSize     = desc("backend_pool_size", "Configured number of backend connections.")
+	descBackendHeld     = desc("backend_held_seconds_total", "Connection-time handed out: its rate is the mean number of backend connections in use (Little's L).")
+	descBackendRTs      = desc("backend_round_trips_total", "Commands timed from their write to the end of their result.")
+	descBackendRTTime   = desc("backend_round_trip_seconds_total", "Summed durations of backend_round_trips_total: their ratio is the backend's mean round trip.")
+	descAutoChanges     = desc("backend_pool_autosize_changes_total", "Changes of backend_pool_size made by the automatic sizer (backend.pool_size: auto), by reason.", "reason")
+	descAutoBound       = desc("backend_pool_autosize_bound", "The automatic sizer's bounds (backend.pool_size_min and _max).", "bound")
+	descAutoInUse       = desc("backend_pool_autosize_in_use", "Mean backend connections in use over the automatic sizer's last window.")
+	descAutoRoundTrip   = desc("backend_pool_autosize_round_trip_seconds", "Mean backend round trip over the automatic sizer's last window, and the reference it judges changes against.", "kind")
 	descBackendLent     = desc("backend_lent_connections", "Backend connections kept open beyond backend_pool_size for sessions pinned for good (max_sticky_pinned bounds them).")
 	descBackendConns    = desc("backend_connections", "Backend connections by state (idle, in_use, dialing).", "state")
 	descBackendPinned   = desc("backend_connections_pinned", "Backend connections held by pinned sessions.")
@@ -103,6 +111,7 @@ type collector struct {
 	sched *scheduler.Scheduler
 	pool  *pool.Pool
 	ready *readiness
+	sizer *autosize.Sizer // nil for a fixed pool_size
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -112,6 +121,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descPoolGroups, descPoolActive, descPoolMaxThreads, descGroupQueue, descGroupActive,
 		descGroupStalled, descGroupCapacity, descGroupWaiting, descGroupAdmissions, descGroupQueued,
 		descGroupStalls, descGroupKickUps, descGroupTimeouts, descBackendSize, descBackendLent, descBackendConns,
+		descBackendHeld, descBackendRTs, descBackendRTTime, descAutoChanges, descAutoBound, descAutoInUse, descAutoRoundTrip,
 		descBackendPinned, descBackendWaiting, descBackendUp, descBackendAcquires, descBackendTimeouts,
 		descBackendWait, descBackendDials, descBackendDialErrs, descBackendResets, descBackendReplaced,
 		descBackendBroken, descBackendExpired, descBackendHealth, descBackendHealthKO, descBackendKills,
@@ -212,6 +222,21 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ps := c.pool.Stats()
 	gauge(ch, descBackendSize, float64(ps.Size))
 	gauge(ch, descBackendLent, float64(ps.Lent))
+	pc := c.pool.Counters()
+	ch <- prometheus.MustNewConstMetric(descBackendHeld, prometheus.CounterValue, pc.Held.Seconds())
+	counter(ch, descBackendRTs, pc.RoundTrips)
+	ch <- prometheus.MustNewConstMetric(descBackendRTTime, prometheus.CounterValue, pc.RoundTripTime.Seconds())
+	if c.sizer != nil {
+		z := c.sizer.Status()
+		for _, r := range autosize.Reasons() {
+			counter(ch, descAutoChanges, z.Changes[r], string(r))
+		}
+		gauge(ch, descAutoBound, float64(z.Config.Min), "min")
+		gauge(ch, descAutoBound, float64(z.Config.Max), "max")
+		gauge(ch, descAutoInUse, z.Last.InUse)
+		gauge(ch, descAutoRoundTrip, z.Last.RoundTrip.Seconds(), "window")
+		gauge(ch, descAutoRoundTrip, z.Last.Reference.Seconds(), "reference")
+	}
 	gauge(ch, descBackendConns, float64(ps.Idle), "idle")
 	gauge(ch, descBackendConns, float64(ps.InUse), "in_use")
 	gauge(ch, descBackendConns, float64(ps.Dialing), "dialing")

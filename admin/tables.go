@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/tpproxy/tpproxy/internal/autosize"
 	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
@@ -74,6 +75,17 @@ var tables = []table{
 		cols: []column{{"ACCOUNT", colString}, {"CONNECTIONS", colInt}, {"WAITING", colInt}, {"ACCOUNT_LIMIT", colInt},
 			{"REASON", colString}, {"SESSIONS", colInt}},
 		rows: (*Server).pinnedRows,
+	},
+	{
+		// tpproxy's own: the automatic pool size (backend.pool_size:
+		// auto), a row per change, oldest first (KIND change, the first
+		// reason start), then the latest window whatever it decided (KIND
+		// latest). Empty for a fixed pool_size.
+		name: "TPPROXY_POOL_SIZE",
+		cols: []column{{"TIME", colString}, {"KIND", colString}, {"SIZE", colInt}, {"PREVIOUS", colInt},
+			{"REASON", colString}, {"IN_USE", colFloat}, {"WAIT_SHARE", colFloat}, {"ROUND_TRIP_US", colFloat},
+			{"REFERENCE_US", colFloat}, {"ROUND_TRIPS_PER_SECOND", colFloat}, {"MIN_SIZE", colInt}, {"MAX_SIZE", colInt}},
+		rows: (*Server).poolSizeRows,
 	},
 	{
 		// MariaDB's columns that the proxy knows, then tpproxy's: the
@@ -161,6 +173,24 @@ func (a *Server) poolRows() [][]any {
 		rows = append(rows, []any{ac.User, int64(ac.Open), int64(ac.Idle), int64(ac.InUse), int64(ac.Waiting)})
 	}
 	return rows
+}
+
+func (a *Server) poolSizeRows() [][]any {
+	if a.cfg.Sizer == nil {
+		return nil
+	}
+	st := a.cfg.Sizer.Status()
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	row := func(kind string, d autosize.Decision) []any {
+		return []any{d.At.UTC().Format("2006-01-02 15:04:05.000"), kind, int64(d.Size), int64(d.Previous),
+			string(d.Reason), d.InUse, d.WaitShare, us(d.RoundTrip), us(d.Reference), d.Rate,
+			int64(st.Config.Min), int64(st.Config.Max)}
+	}
+	rows := make([][]any, 0, len(st.History)+1)
+	for _, d := range st.History {
+		rows = append(rows, row("change", d))
+	}
+	return append(rows, row("latest", st.Last))
 }
 
 func (a *Server) pinnedRows() [][]any {

@@ -63,6 +63,9 @@ type Conn struct {
 	created  time.Time
 	expires  time.Time // zero: never
 	lastUsed time.Time
+	// handedAt is when handOut gave the connection to its user, for the
+	// pool's Held counter.
+	handedAt time.Time
 
 	// extCaps are the MariaDB extended capabilities negotiated.
 	extCaps uint32

@@ -404,6 +404,7 @@ func (p *Pool) handOut(ctx context.Context, c *Conn, want *State) (*Conn, error)
 	if err == nil {
 		c.inUseBy = c.acctInUse
 		c.inUseBy.Add(1)
+		c.handedAt = time.Now()
 	}
 	return c, err
 }
@@ -527,6 +528,10 @@ func (p *Pool) Release(c *Conn) {
 		c.inUseBy = nil
 	}
 	c.lastUsed = time.Now()
+	if !c.handedAt.IsZero() {
+		p.stats.heldNanos.Add(int64(c.lastUsed.Sub(c.handedAt)))
+		c.handedAt = time.Time{}
+	}
 	c.unchecked = false
 	c.state.Sum() // refresh the fingerprint Acquire matches on
 	if !c.broken && !c.retire && c.dirty {

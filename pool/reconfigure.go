@@ -2,7 +2,9 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -77,32 +79,14 @@ func (p *Pool) Reconfigure(d Dynamic) error {
 	}
 	p.reconf.Lock()
 	defer p.reconf.Unlock()
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return ErrClosed
-	}
-	old := p.set.load()
-	p.set.store(d)
-	p.wg.Add(1)
-	// The rest of the surplus is in use or being dialed; put closes it when
-	// it comes back.
-	var surplus []*Conn
-	if n := min(p.open-d.Size, len(p.idle)); n > 0 {
-		// The front of the idle list was used longest ago: the coldest
-		// server threads, which takeIdle would pick last anyway.
-		surplus = append(surplus, p.idle[:n]...)
-		rest := copy(p.idle, p.idle[n:])
-		clear(p.idle[rest:])
-		p.idle = p.idle[:rest]
-		p.open -= n
-	}
-	p.mu.Unlock()
-	for _, c := range surplus {
-		c.close()
-	}
-	if d.Size > old.Size {
-		p.wakeFiller()
+	var old Dynamic
+	closed, err := p.applySize(d.Size, func() {
+		old = p.set.load()
+		p.set.store(d)
+		p.wg.Add(1) // for the globals' refresh below, while the pool is known open
+	})
+	if err != nil {
+		return err
 	}
 	if d.HealthInterval != old.HealthInterval {
 		select {
@@ -110,7 +94,7 @@ func (p *Pool) Reconfigure(d Dynamic) error {
 		default: // maintain has not seen the previous change yet; it reads the latest
 		}
 	}
-	p.logChanges(old, d, len(surplus))
+	p.logChanges(old, d, closed)
 	// A reload also reads the server's globals again (wg was added while
 	// the pool was known open).
 	go func() {
@@ -122,6 +106,67 @@ func (p *Pool) Reconfigure(d Dynamic) error {
 		}
 	}()
 	return nil
+}
+
+// shed takes the idle connections beyond size out of the pool, for the
+// caller to close once mu is released. The rest of the surplus is in use
+// or being dialed; put closes it when it comes back. Called with mu held.
+func (p *Pool) shed(size int) []*Conn {
+	n := min(p.open-size, len(p.idle))
+	if n <= 0 {
+		return nil
+	}
+	// The front of the idle list was used longest ago: the coldest server
+	// threads, which takeIdle would pick last anyway.
+	surplus := slices.Clone(p.idle[:n])
+	rest := copy(p.idle, p.idle[n:])
+	clear(p.idle[rest:])
+	p.idle = p.idle[:rest]
+	p.open -= n
+	return surplus
+}
+
+// Resize sets the number of connections to n as Reconfigure does for Size
+// (surplus idle connections close at once, busy ones when released; new
+// ones are dialed by the filler) without the rest of a reload: no globals
+// read, a debug line instead of an info one. It is the automatic sizer's
+// way to change the size (backend.pool_size: auto, internal/autosize),
+// several times a minute at most.
+func (p *Pool) Resize(n int) error {
+	if n < 1 {
+		return fmt.Errorf("%w: size %d", ErrBadConfig, n)
+	}
+	p.reconf.Lock()
+	defer p.reconf.Unlock()
+	old := p.size()
+	closed, err := p.applySize(n, func() { p.set.size.Store(int64(n)) })
+	if err == nil && n != old {
+		p.cfg.Logger.Debug("backend pool resized", "size", n, "was", old, "closed_idle", closed)
+	}
+	return err
+}
+
+// applySize stores new settings with store (mu held) and makes the pool
+// follow their size: the idle surplus closes, a larger size wakes the
+// filler. It returns how many idle connections it closed; ErrClosed (and
+// nothing stored) after Close. Called with reconf held.
+func (p *Pool) applySize(size int, store func()) (closed int, err error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return 0, ErrClosed
+	}
+	old := p.size()
+	store()
+	surplus := p.shed(size)
+	p.mu.Unlock()
+	for _, c := range surplus {
+		c.close()
+	}
+	if size > old {
+		p.wakeFiller()
+	}
+	return len(surplus), nil
 }
 
 // logChanges writes one line with the old and new value of every setting

@@ -277,3 +277,52 @@ func TestAcquireWaitHistogram(t *testing.T) {
 		t.Fatalf("sum %s below the one wait of at least 60ms", h.Sum)
 	}
 }
+
+// TestResizeAndHoldCounters: Resize changes the size alone (the other
+// settings stay), growing dials and shrinking closes the idle surplus at
+// once; Held counts the time connections were out and NoteRoundTrip the
+// round trips the proxy timed.
+func TestResizeAndHoldCounters(t *testing.T) {
+	p := newPool(t, func(c *pool.Config) { c.Size = 2; c.AcquireTimeout = 3 * time.Second })
+	waitFor(t, func() bool { return p.Stats().Idle == 2 })
+	before := p.Config().Dynamic()
+	if err := p.Resize(5); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { st := p.Stats(); return st.Open == 5 && st.Idle == 5 })
+	want := before
+	want.Size = 5
+	if got := p.Config().Dynamic(); got != want {
+		t.Fatalf("settings after Resize(5): %+v, want %+v", got, want)
+	}
+	if err := p.Resize(0); err == nil || !errors.Is(err, pool.ErrBadConfig) {
+		t.Fatalf("Resize(0): %v", err)
+	}
+
+	c0 := p.Counters()
+	c, err := p.Acquire(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	p.Release(c)
+	p.NoteRoundTrip(7 * time.Millisecond)
+	c1 := p.Counters()
+	if held := c1.Held - c0.Held; held < 50*time.Millisecond || held > 2*time.Second {
+		t.Fatalf("Held grew by %v for a connection out 50 ms", held)
+	}
+	if c1.RoundTrips-c0.RoundTrips != 1 || c1.RoundTripTime-c0.RoundTripTime != 7*time.Millisecond {
+		t.Fatalf("round trips %+v → %+v", c0, c1)
+	}
+
+	if err := p.Resize(1); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Open != 1 || st.Size != 1 {
+		t.Fatalf("right after Resize(1): %+v, want the idle surplus closed at once", st)
+	}
+	p.Close()
+	if err := p.Resize(3); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("Resize after Close: %v", err)
+	}
+}

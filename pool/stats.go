@@ -17,6 +17,9 @@ type counters struct {
 	waits           atomic.Uint64
 	timeouts        atomic.Uint64
 	waitNanos       atomic.Int64
+	heldNanos       atomic.Int64 // connection-time handed out, summed at Release
+	roundTrips      atomic.Uint64
+	roundTripNanos  atomic.Int64
 	dials           atomic.Uint64
 	dialErrors      atomic.Uint64
 	resets          atomic.Uint64
@@ -74,16 +77,35 @@ type Stats struct {
 	PreparedEvictions uint64 // statements closed to stay within PreparedLimit
 }
 
-// Counters are the pool's cumulative acquire counters, read without a
-// lock (for callers that sample often).
+// Counters are the pool's cumulative counters that controllers sample
+// often (the GOMAXPROCS governor, the automatic sizer), read without a
+// lock.
 type Counters struct {
 	Acquires uint64 // Acquire calls
 	Waits    uint64 // Acquire calls that had to wait
+	// Held is the connection-time handed out: the sum over released
+	// connections of the time from Acquire's return to Release. Its rate
+	// is the mean number of connections in use (Little's L).
+	Held time.Duration
+	// RoundTrips counts the commands the proxy timed with NoteRoundTrip,
+	// RoundTripTime sums their durations.
+	RoundTrips    uint64
+	RoundTripTime time.Duration
 }
 
-// Counters returns the acquire counters.
+// Counters returns the counters.
 func (p *Pool) Counters() Counters {
-	return Counters{Acquires: p.stats.acquires.Load(), Waits: p.stats.waits.Load()}
+	return Counters{Acquires: p.stats.acquires.Load(), Waits: p.stats.waits.Load(),
+		Held: time.Duration(p.stats.heldNanos.Load()), RoundTrips: p.stats.roundTrips.Load(),
+		RoundTripTime: time.Duration(p.stats.roundTripNanos.Load())}
+}
+
+// NoteRoundTrip records one command's round trip on a connection of the
+// pool: from its write to the end of its result. The automatic sizer
+// watches their mean for the backend's latency.
+func (p *Pool) NoteRoundTrip(d time.Duration) {
+	p.stats.roundTrips.Add(1)
+	p.stats.roundTripNanos.Add(int64(d))
 }
 
 // Stats returns a snapshot of the pool.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/pool"
@@ -101,6 +102,8 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 			c.EndDrain()
 		}
 		if err == nil {
+			// curSince is this goroutine's own write (beginExec).
+			s.pool.NoteRoundTrip(time.Since(s.curSince))
 			c.NoteEcho(s.state.Owner)
 			break
 		}

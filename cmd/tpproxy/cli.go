@@ -155,7 +155,7 @@ func newCheckConfigCommand(stdout, stderr io.Writer, env []string) *cobra.Comman
 			}
 			fmt.Fprintf(stdout, "config OK: %s\n", path)
 			fmt.Fprintf(stdout, "  listen:  %s\n", cfg.Listen)
-			fmt.Fprintf(stdout, "  backend: %s (pool_size %d)\n", cfg.Backend.Addr, cfg.Backend.Size)
+			fmt.Fprintf(stdout, "  backend: %s (pool_size %s)\n", cfg.Backend.Addr, poolSizeText(cfg.Backend))
 			fmt.Fprintf(stdout, "  users:   %d (identity %s)\n", len(cfg.Users), cfg.Backend.Identity)
 			return nil
 		},

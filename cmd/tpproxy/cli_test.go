@@ -59,7 +59,7 @@ func TestCommands(t *testing.T) {
 				`listen: "foo" is not host:port`,
 				`users[1].user: duplicate user "app" (also users[0])`,
 				`users[1].password: "*ABC" is not a mysql_native_password hash ('*' followed by 40 hex digits)`,
-				`backend.pool_size: must be between 1 and 10000, got 0`,
+				`backend.pool_size: must be between 1 and 10000, or auto, got -1`,
 				`backend.health_interval: must be greater than 0, got 0s`,
 				`backend.tls.mode: must be disabled, preferred or required, got "x"`,
 				`log.level: must be debug, info, warn or error, got "loud"`,
@@ -108,12 +108,15 @@ func TestCommands(t *testing.T) {
 			wantStderr: []string{`tpproxy: unknown command "frobnicate" for "tpproxy"`, "Run 'tpproxy --help' for usage."},
 		},
 		{
-			name:     "bad flag value is a usage error",
+			// Override flags are strings parsed as the file's values are
+			// (--pool-size=auto), so a bad one is a configuration problem
+			// that names the flag.
+			name:     "bad flag value is a configuration problem",
 			args:     []string{"serve", "--config", "testdata/good.yaml", "--pool-size", "many"},
-			wantCode: 2,
+			wantCode: 1,
 			wantStderr: []string{
-				`tpproxy: invalid argument "many" for "--pool-size" flag: strconv.ParseInt: parsing "many": invalid syntax`,
-				"Run 'tpproxy --help' for usage.",
+				`backend.pool_size: cannot parse "many" (want an integer) (set by --pool-size)`,
+				"testdata/good.yaml: invalid configuration (1 problem)",
 			},
 		},
 		{

@@ -48,7 +48,7 @@ func configFlagKeys() []flagKey {
 		{"backend-addr", "backend.addr", "backend server host:port"},
 		{"backend-user", "backend.user", "backend service account"},
 		{"backend-password", "backend.password", "backend password (visible in ps: prefer the file or TPPROXY_BACKEND_PASSWORD)"},
-		{"pool-size", "backend.pool_size", "number of backend connections"},
+		{"pool-size", "backend.pool_size", "number of backend connections, or auto"},
 		{"log-level", "log.level", "debug, info, warn or error"},
 		{"log-format", "log.format", "text or json"},
 	}
@@ -58,10 +58,7 @@ func configFlagKeys() []flagKey {
 func addConfigFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "YAML configuration file")
 	for _, f := range configFlagKeys() {
-		if f.key == "backend.pool_size" {
-			fs.Int(f.flag, 0, f.usage+" (backend.pool_size)")
-			continue
-		}
+		// Strings all, parsed as the file's values are (--pool-size=auto).
 		fs.String(f.flag, "", f.usage+" ("+f.key+")")
 	}
 }
@@ -100,6 +97,7 @@ func loadConfig(path string, flags *pflag.FlagSet, env []string) (*config.Config
 		}
 	}
 	problems = append(problems, unknownKeys("", v.AllSettings(), schema)...)
+	autoWords(v)
 
 	cfg := config.Default()
 	decodeErr := v.Unmarshal(&cfg, viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(enumHook(), durationHook, byteSizeHook, strictScalarHook)))
@@ -362,6 +360,16 @@ func byteSizeHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 		return nil, fmt.Errorf("%v is %w", data, config.ErrByteSize)
 	}
 	return data, nil
+}
+
+// autoWords turns the words that stand for an integer setting's 0 into
+// it: backend.pool_size: auto (from the file, the environment or a flag).
+func autoWords(v *viper.Viper) {
+	for _, key := range []string{"backend.pool_size"} {
+		if w, ok := v.Get(key).(string); ok && strings.EqualFold(strings.TrimSpace(w), "auto") {
+			v.Set(key, 0)
+		}
+	}
 }
 
 // strictScalarHook refuses the conversions of viper's weak typing that

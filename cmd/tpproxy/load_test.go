@@ -55,6 +55,12 @@ func TestLoadPrecedence(t *testing.T) {
 			func(c *config.Config) any { return c.Backend.Size }, 32},
 		{"flag over env", []string{"TPPROXY_BACKEND_POOL_SIZE=32"}, []string{"--pool-size=4"},
 			func(c *config.Config) any { return c.Backend.Size }, 4},
+		{"auto from the environment", []string{"TPPROXY_BACKEND_POOL_SIZE=auto"}, nil,
+			func(c *config.Config) any { return c.Backend.Size }, 0},
+		{"auto from a flag", nil, []string{"--pool-size=AUTO"},
+			func(c *config.Config) any { return c.Backend.Size }, 0},
+		{"auto's bounds from the environment", []string{"TPPROXY_BACKEND_POOL_SIZE=auto", "TPPROXY_BACKEND_POOL_SIZE_MAX=12"}, nil,
+			func(c *config.Config) any { return c.Backend.PoolSizeMax }, 12},
 		{"flag over file", nil, []string{"--backend-addr", "other:3307"},
 			func(c *config.Config) any { return c.Backend.Addr }, "other:3307"},
 		{"env over file, string", []string{"TPPROXY_BACKEND_ADDR=env:3306"}, nil,
@@ -154,7 +160,7 @@ func TestLoadProblems(t *testing.T) {
 			`listen: "foo" is not host:port`,
 			`users[1].user: duplicate user "app" (also users[0])`,
 			`users[1].password: "*ABC" is not a mysql_native_password hash ('*' followed by 40 hex digits)`,
-			`backend.pool_size: must be between 1 and 10000, got 0`,
+			`backend.pool_size: must be between 1 and 10000, or auto, got -1`,
 			`backend.health_interval: must be greater than 0, got 0s`,
 			`backend.tls.mode: must be disabled, preferred or required, got "x"`,
 			`log.level: must be debug, info, warn or error, got "loud"`,
@@ -169,10 +175,12 @@ func TestLoadProblems(t *testing.T) {
 				`backend.pool_size: cannot parse "abc" (want an integer) (set by TPPROXY_BACKEND_POOL_SIZE)`,
 				`backend.tls.mode: must be disabled, preferred or required, got "x" (set by TPPROXY_BACKEND_TLS_MODE)`,
 			}},
-		{"bad flag value names key and flag", "testdata/good.yaml", nil, []string{"--pool-size=0", "--log-format=xml"}, []string{
-			`backend.pool_size: must be between 1 and 10000, got 0 (set by --pool-size)`,
+		{"bad flag value names key and flag", "testdata/good.yaml", nil, []string{"--pool-size=-1", "--log-format=xml"}, []string{
+			`backend.pool_size: must be between 1 and 10000, or auto, got -1 (set by --pool-size)`,
 			`log.format: must be text or json, got "xml" (set by --log-format)`,
 		}},
+		{"auto is the only word", writeFile(t, "users: [{user: app, password: secret}]\nbackend: {pool_size: automatic}\n"),
+			nil, nil, []string{`backend.pool_size: cannot parse "automatic" (want an integer)`}},
 		{"weak typing does not mangle values", writeFile(t, "server_version: 8.0\nload_data_local: 1\n"+
 			"max_client_connections: 10.5\nusers: [{user: app, password: 1234}]\nbackend: {pool_size: true, max_allowed_packet: 1}\n"),
 			nil, nil, []string{

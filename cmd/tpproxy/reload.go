@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/tpproxy/tpproxy/internal/autosize"
 	"github.com/tpproxy/tpproxy/internal/config"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
@@ -68,6 +69,7 @@ type reloader struct {
 	front *proxy.Server
 	sched *scheduler.Scheduler
 	pool  *pool.Pool
+	sizer *autosize.Sizer // nil unless backend.pool_size is auto
 
 	// shutdownTimeout is the shutdown_timeout in force (nanoseconds).
 	shutdownTimeout atomic.Int64
@@ -115,11 +117,15 @@ func (r *reloader) collectors() []prometheus.Collector {
 
 // attach gives the reloader the components it reconfigures. Until then
 // (the proxy is still starting) a reload is refused.
-func (r *reloader) attach(front *proxy.Server, sched *scheduler.Scheduler, p *pool.Pool) {
+func (r *reloader) attach(front *proxy.Server, sched *scheduler.Scheduler, p *pool.Pool, z *autosize.Sizer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.front, r.sched, r.pool = front, sched, p
+	r.front, r.sched, r.pool, r.sizer = front, sched, p, z
 }
+
+// errAutoSwitch refuses a reload that turns backend.pool_size from auto to
+// a number or back: the sizer is started with the process.
+var errAutoSwitch = errors.New("backend.pool_size: switching between auto and a fixed size needs a restart")
 
 // errStarting refuses a reload that arrives before the proxy is up.
 var errStarting = errors.New("tpproxy is still starting; reload again once it listens")
@@ -207,6 +213,9 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 			poolChanged = true
 		}
 	}
+	if poolChanged && (next.Backend.Size == 0) != (r.sizer != nil) {
+		return errAutoSwitch
+	}
 	if len(sched) > 0 {
 		want, err := schedulerConfig(&next.ThreadPool)
 		if err != nil {
@@ -225,8 +234,16 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 		}
 	}
 	if poolChanged {
-		if err := r.pool.Reconfigure(next.Backend.Config.Dynamic()); err != nil {
+		d := next.Backend.Config.Dynamic()
+		if r.sizer != nil {
+			// The sizer owns the size: the new bounds clamp it.
+			d.Size = min(max(r.pool.Size(), next.Backend.PoolSizeMin), next.Backend.PoolSizeMax)
+		}
+		if err := r.pool.Reconfigure(d); err != nil {
 			return err
+		}
+		if r.sizer != nil {
+			r.sizer.SetBounds(next.Backend.PoolSizeMin, next.Backend.PoolSizeMax, time.Now())
 		}
 	}
 	if usersChanged {

@@ -133,7 +133,7 @@ func TestReloadRejectsBrokenFileWhole(t *testing.T) {
 	if err := rl.reload("test", false); !errors.Is(err, errStarting) {
 		t.Fatalf("reload before attach: %v", err)
 	}
-	rl.attach(&proxy.Server{}, nil, nil) // never reached: the file is rejected first
+	rl.attach(&proxy.Server{}, nil, nil, nil) // never reached: the file is rejected first
 	if err := os.WriteFile(path, []byte(good+"thread_pool:\n  size: -1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/admin"
+	"github.com/tpproxy/tpproxy/internal/autosize"
 	"github.com/tpproxy/tpproxy/internal/config"
 	"github.com/tpproxy/tpproxy/internal/stack"
 	"github.com/tpproxy/tpproxy/pool"
@@ -53,7 +54,7 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		return err
 	}
 	defer st.Close()
-	rl.attach(st.Server, st.Scheduler, st.Pool)
+	rl.attach(st.Server, st.Scheduler, st.Pool, st.Sizer)
 
 	// The process's own work beyond the stack runs until the front end has
 	// shut down.
@@ -86,7 +87,7 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 	}
 	scfg := st.Scheduler.Config()
 	log.Info("tpproxy listening", "listen", o.Listener.Addr().String(), "backend", cfg.Backend.Addr,
-		"pool_size", cfg.Backend.Size, "server_version", st.Pool.ServerVersion(),
+		"pool_size", poolSizeText(cfg.Backend), "server_version", st.Pool.ServerVersion(),
 		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
 		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
 	if opts.adaptiveProcs {
@@ -163,8 +164,12 @@ func stackOptions(cfg *config.Config, log *slog.Logger) (stack.Options, error) {
 	if err != nil {
 		return stack.Options{}, err
 	}
+	var auto *autosize.Config
+	if cfg.Backend.Size == 0 {
+		auto = &autosize.Config{Min: cfg.Backend.PoolSizeMin, Max: cfg.Backend.PoolSizeMax}
+	}
 	return stack.Options{
-		Pool: pcfg, Scheduler: scfg, Proxy: fcfg,
+		Pool: pcfg, Scheduler: scfg, Proxy: fcfg, AutoSize: auto,
 		Extra: stack.Extra{MaxConnections: cfg.ThreadPool.ExtraMaxConnections,
 			PoolSize: cfg.ThreadPool.ExtraMaxConnections, Logger: log.With("component", "extra_pool")},
 	}, nil
@@ -262,6 +267,9 @@ func poolConfig(cfg *config.Config, log *slog.Logger) (pool.Config, error) {
 		return pool.Config{}, err
 	}
 	c := b.Config
+	if c.Size == 0 {
+		c.Size = b.PoolSizeMin // auto: the sizer starts there
+	}
 	c.TLS = tlsConf
 	switch b.TLS.Mode {
 	case config.TLSPreferred:
@@ -274,6 +282,15 @@ func poolConfig(cfg *config.Config, log *slog.Logger) (pool.Config, error) {
 	c.LocalInfile = cfg.LoadDataLocal
 	c.Logger = log.With("component", "pool")
 	return c, nil
+}
+
+// poolSizeText is backend.pool_size as the file writes it, with auto's
+// bounds.
+func poolSizeText(b config.Backend) string {
+	if b.Size == 0 {
+		return fmt.Sprintf("auto %d..%d", b.PoolSizeMin, b.PoolSizeMax)
+	}
+	return strconv.Itoa(b.Size)
 }
 
 // proxyConfig maps the file's front-end settings onto the proxy's config.

@@ -60,6 +60,9 @@ const (
 	// MinBufferMemory is the least max_buffer_memory: a few packets.
 	MinBufferMemory ByteSize = 1 * MiB
 	MaxPoolSize              = 10000
+	// DefaultPoolSizeMin and DefaultPoolSizeMax bound pool_size: auto.
+	DefaultPoolSizeMin = 4
+	DefaultPoolSizeMax = 64
 )
 
 // Config is the whole tpproxy configuration file.
@@ -234,7 +237,9 @@ const (
 // KILL and reads the server's globals; with identity service, every
 // statement runs as it. Password has no default value: a built-in
 // credential would only hide a missing setting. Size (pool_size) is the
-// fixed number of server connections, 1..MaxPoolSize.
+// fixed number of server connections, 1..MaxPoolSize, or 0 (the file
+// writes auto): sized while it runs between PoolSizeMin and PoolSizeMax
+// (internal/autosize).
 // MaxPreparedPerConn (max_prepared_per_connection) 0 is automatic: half the
 // server's max_prepared_stmt_count shared by pool_size connections, at most
 // 1024.
@@ -245,6 +250,10 @@ type Backend struct {
 	// same name), so every client keeps its privileges; service — User's,
 	// for every client.
 	Identity string `mapstructure:"identity"`
+	// PoolSizeMin and PoolSizeMax bound the pool while pool_size is auto:
+	// it starts at PoolSizeMin. Both are ignored for a fixed pool_size.
+	PoolSizeMin int `mapstructure:"pool_size_min"`
+	PoolSizeMax int `mapstructure:"pool_size_max"`
 	// TLS configures TLS towards the backend; it shadows pool.Config.TLS,
 	// which cmd/tpproxy builds from it (see TLSConfig).
 	TLS BackendTLS `mapstructure:"tls"`
@@ -306,9 +315,11 @@ func Default() Config {
 		TLS:                  TLS{MinVersion: "1.2"},
 		AuthLookup:           AuthLookup{Query: DefaultAuthLookupQuery, TTL: time.Minute},
 		Backend: Backend{
-			Config:   backendDefaults(),
-			Identity: IdentityPassthrough,
-			TLS:      BackendTLS{Mode: TLSDisabled},
+			Config:      backendDefaults(),
+			Identity:    IdentityPassthrough,
+			PoolSizeMin: DefaultPoolSizeMin,
+			PoolSizeMax: DefaultPoolSizeMax,
+			TLS:         BackendTLS{Mode: TLSDisabled},
 		},
 		ThreadPool: ThreadPool{
 			Config:              threadPoolDefaults(),

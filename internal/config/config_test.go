@@ -158,10 +158,14 @@ func TestValidateMessages(t *testing.T) {
 		}, "users[0].backend_password", `users[0].backend_password: must be the server account's password in clear, not its hash: the proxy logs in with it`},
 		{"backend.user", func(c *config.Config) { c.Backend.User = "" },
 			"backend.user", `backend.user: must not be empty`},
-		{"pool_size 0", func(c *config.Config) { c.Backend.Size = 0 },
-			"backend.pool_size", `backend.pool_size: must be between 1 and 10000, got 0`},
+		{"pool_size negative", func(c *config.Config) { c.Backend.Size = -1 },
+			"backend.pool_size", `backend.pool_size: must be between 1 and 10000, or auto, got -1`},
 		{"pool_size too big", func(c *config.Config) { c.Backend.Size = 10001 },
-			"backend.pool_size", `backend.pool_size: must be between 1 and 10000, got 10001`},
+			"backend.pool_size", `backend.pool_size: must be between 1 and 10000, or auto, got 10001`},
+		{"auto bounds crossed", func(c *config.Config) { c.Backend.Size, c.Backend.PoolSizeMin, c.Backend.PoolSizeMax = 0, 8, 4 },
+			"backend.pool_size_max", `backend.pool_size_max: must be at least backend.pool_size_min (8) while pool_size is auto, got 4`},
+		{"pool_size_min 0", func(c *config.Config) { c.Backend.PoolSizeMin = 0 },
+			"backend.pool_size_min", `backend.pool_size_min: must be 1 to 10000, got 0`},
 		{"acquire_timeout", func(c *config.Config) { c.Backend.AcquireTimeout = 0 },
 			"backend.acquire_timeout", `backend.acquire_timeout: must be greater than 0, got 0s`},
 		{"connect_timeout", func(c *config.Config) { c.Backend.ConnectTimeout = -time.Second },
@@ -237,7 +241,7 @@ func TestValidateMessages(t *testing.T) {
 func TestValidateReportsAllProblemsAtOnce(t *testing.T) {
 	c := valid()
 	c.Listen = "foo"
-	c.Backend.Size = 0
+	c.Backend.Size = -1
 	c.Users = append(c.Users, config.User{User: "app"})
 	c.Log.Level = "loud"
 	c.Backend.MaxLifetime = 0 // allowed: unlimited
@@ -245,7 +249,7 @@ func TestValidateReportsAllProblemsAtOnce(t *testing.T) {
 	want := []string{
 		`listen: "foo" is not host:port`,
 		`users[1].user: duplicate user "app" (also users[0])`,
-		`backend.pool_size: must be between 1 and 10000, got 0`,
+		`backend.pool_size: must be between 1 and 10000, or auto, got -1`,
 		`log.level: must be debug, info, warn or error, got "loud"`,
 	}
 	if len(got) != len(want) {

@@ -166,6 +166,10 @@ func (v *validator) backend(b *Backend) {
 	if b.User == "" {
 		v.addf("backend.user", "must not be empty")
 	}
+	if b.Size == 0 && b.PoolSizeMin > b.PoolSizeMax {
+		v.addf("backend.pool_size_max", "must be at least backend.pool_size_min (%d) while pool_size is auto, got %d",
+			b.PoolSizeMin, b.PoolSizeMax)
+	}
 	if !isCollationName(b.Collation) {
 		v.addf("backend.collation", "%q is not a collation name (e.g. utf8mb4_general_ci)", b.Collation)
 	}

@@ -24,6 +24,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // the driver tests use
 
+	"github.com/tpproxy/tpproxy/internal/autosize"
 	"github.com/tpproxy/tpproxy/internal/sandbox"
 	"github.com/tpproxy/tpproxy/internal/stack"
 	"github.com/tpproxy/tpproxy/pool"
@@ -126,6 +127,8 @@ type Options struct {
 	ExtraPort int
 	// Log receives the proxy's logs; default discards below warnings.
 	Log io.Writer
+	// AutoSize sizes the pool while it runs (backend.pool_size: auto).
+	AutoSize *autosize.Config
 }
 
 // Proxy is a running in-process tpproxy.
@@ -139,7 +142,9 @@ type Proxy struct {
 	// ExtraAddr and ExtraPool are the extra port's, when Options.ExtraPort is set.
 	ExtraAddr string
 	ExtraPool *pool.Pool
-	stack     *stack.Stack
+	// Sizer is the pool's automatic sizer, when Options.AutoSize is set.
+	Sizer *autosize.Sizer
+	stack *stack.Stack
 }
 
 // StartProxy starts a proxy in front of the env's server, stopped when t
@@ -172,7 +177,7 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	so := stack.Options{Pool: o.Pool, Scheduler: o.Scheduler, Proxy: o.Proxy, Listener: ln}
+	so := stack.Options{Pool: o.Pool, Scheduler: o.Scheduler, Proxy: o.Proxy, Listener: ln, AutoSize: o.AutoSize}
 	if o.ExtraPort > 0 {
 		xln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -185,7 +190,7 @@ func (e *Env) StartProxy(t testing.TB, mod ...func(*Options)) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := &Proxy{Addr: ln.Addr().String(), Server: st.Server, Pool: st.Pool, Sched: st.Scheduler, ExtraPool: st.ExtraPool, stack: st}
+	px := &Proxy{Addr: ln.Addr().String(), Server: st.Server, Pool: st.Pool, Sched: st.Scheduler, ExtraPool: st.ExtraPool, Sizer: st.Sizer, stack: st}
 	px.Host = "127.0.0.1"
 	px.Port = ln.Addr().(*net.TCPAddr).Port
 	if so.Extra.Listener != nil {

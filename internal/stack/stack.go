@@ -20,7 +20,9 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
+	"github.com/tpproxy/tpproxy/internal/autosize"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
@@ -41,6 +43,10 @@ type Options struct {
 	Listener net.Listener
 
 	Extra Extra
+	// AutoSize, when set, sizes the pool while it runs (backend.pool_size:
+	// auto): the pool starts at its Min, whatever Pool.Size says, and an
+	// autosize.Sizer changes it every Interval. nil keeps Pool.Size.
+	AutoSize *autosize.Config
 	// Addons are served once the components exist, in order.
 	Addons []Addon
 }
@@ -84,6 +90,8 @@ type Stack struct {
 	Server    *proxy.Server
 	// ExtraPool is nil without an extra port.
 	ExtraPool *pool.Pool
+	// Sizer sizes Pool; nil unless Options.AutoSize.
+	Sizer *autosize.Sizer
 
 	services []Service
 
@@ -130,6 +138,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if s.Server, err = proxy.New(o.Proxy, s.Pool, s.Scheduler); err != nil {
 		return nil, err
 	}
+	if o.AutoSize != nil {
+		if s.Sizer, err = autosize.NewSizer(*o.AutoSize, s.sizerWindow, s.Pool.Resize, time.Now()); err != nil {
+			return nil, err
+		}
+		s.wg.Go(func() { s.Sizer.Run(s.serveCtx) })
+	}
 	if o.Extra.Listener != nil {
 		if err := s.startExtraPool(ctx, o); err != nil {
 			return nil, err
@@ -156,6 +170,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		s.serve(a.Name, func() error { return svc.Serve(s.serveCtx) })
 	}
 	return s, nil
+}
+
+// sizerWindow is what the Sizer reads: the pool's counters, with the
+// requests for a pinned slot and their waits counted as acquires and
+// waits, since the pinned budget is a share of the pool's size (with 1,000
+// read/write clients on a pool of 16, transactions queue there and nowhere
+// else).
+func (s *Stack) sizerWindow() autosize.Window {
+	c := s.Pool.Counters()
+	takes, waits := s.Server.PinQueue()
+	return autosize.Window{Acquires: c.Acquires + takes, Waits: c.Waits + waits, Held: c.Held,
+		RoundTrips: c.RoundTrips, RoundTripTime: c.RoundTripTime}
 }
 
 // startExtraPool starts the extra port's pool: o.Pool with the reserved

@@ -56,6 +56,11 @@ type PeersConfig struct {
 	// before/after in the same run.
 	Baseline     ProxyOptions
 	BaselineName string
+	// BaselineSet are overrides for the baseline target only (KEY=VALUE,
+	// after Proxy's): with them and no Baseline.Binary, the baseline is
+	// the same build with other settings (backend.pool_size=auto against
+	// a fixed size, in one run).
+	BaselineSet []string
 	// Unix adds the target tpproxy-unix: a second tpproxy with Proxy's
 	// settings whose backend connections use the server's unix socket
 	// instead of loopback TCP (not with Network).
@@ -99,11 +104,15 @@ func (c *PeersConfig) defaults() error {
 	if c.Proxy.PoolSize <= 0 {
 		c.Proxy.PoolSize = 16
 	}
-	if c.Baseline.Binary != "" {
-		// The same settings, another build.
+	if c.Baseline.Binary != "" || len(c.BaselineSet) > 0 {
+		// The same settings (and BaselineSet), another build or the same.
 		bin := c.Baseline.Binary
+		if bin == "" {
+			bin = c.Proxy.Binary
+		}
 		c.Baseline = c.Proxy
 		c.Baseline.Binary = bin
+		c.Baseline.Set = append(slices.Clone(c.Proxy.Set), c.BaselineSet...)
 		if c.BaselineName == "" {
 			c.BaselineName = "tpproxy-before"
 		}
@@ -180,6 +189,11 @@ func (c *PeersConfig) defaults() error {
 	if _, err := findHAProxy(c.HAProxy); err != nil {
 		return err
 	}
+	if c.BaselineName != "" {
+		if err := c.Baseline.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", c.BaselineName, err)
+		}
+	}
 	return c.Proxy.Validate()
 }
 
@@ -202,8 +216,9 @@ type PeersReport struct {
 	ProxyGOMAXPROCS int      `json:"proxy_gomaxprocs,omitempty"`
 	// BaselineName and BaselineBinary are the second tpproxy build's
 	// target and executable, when there was one.
-	BaselineName   string `json:"baseline_name,omitempty"`
-	BaselineBinary string `json:"baseline_binary,omitempty"`
+	BaselineName   string   `json:"baseline_name,omitempty"`
+	BaselineBinary string   `json:"baseline_binary,omitempty"`
+	BaselineSet    []string `json:"baseline_set,omitempty"`
 	// CountedSyscalls: the processes' system calls were counted (perf).
 	CountedSyscalls bool `json:"counted_syscalls,omitempty"`
 	// Network is the delayed network the runs were over (nil: loopback).
@@ -260,7 +275,7 @@ func Peers(ctx context.Context, cfg PeersConfig) (_ *PeersReport, err error) {
 	rep := &PeersReport{
 		Title: "tpbench peers", Started: time.Now(), Rounds: cfg.Rounds,
 		ProxySet: cfg.Proxy.Set, ProxyConfig: cfg.Proxy.ConfigFile, ProxyGOMAXPROCS: cfg.Proxy.GOMAXPROCS,
-		BaselineName: cfg.BaselineName, BaselineBinary: cfg.Baseline.Binary, CountedSyscalls: cfg.CountSyscalls,
+		BaselineName: cfg.BaselineName, BaselineBinary: cfg.Baseline.Binary, BaselineSet: cfg.BaselineSet, CountedSyscalls: cfg.CountSyscalls,
 		Environment: Environment{
 			OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 			Sandbox: true, Tables: cfg.Tables, TableSize: cfg.TableSize, Workload: demoWorkloads(cfg.Steps),
@@ -602,7 +617,12 @@ func (r *PeersReport) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString(tp + "\n")
 	if r.BaselineName != "" {
-		fmt.Fprintf(&b, "- %s: the tpproxy build %s, the same settings\n", r.BaselineName, r.BaselineBinary)
+		if len(r.BaselineSet) > 0 {
+			fmt.Fprintf(&b, "- %s: the tpproxy build %s, the same settings but %s\n", r.BaselineName, r.BaselineBinary,
+				strings.Join(r.BaselineSet, ", "))
+		} else {
+			fmt.Fprintf(&b, "- %s: the tpproxy build %s, the same settings\n", r.BaselineName, r.BaselineBinary)
+		}
 	}
 	if r.PoolThreads > 0 {
 		fmt.Fprintf(&b, "- mariadb-pool: thread_handling=pool-of-threads, thread_pool_size=%d\n", r.PoolThreads)

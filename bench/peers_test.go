@@ -2,6 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +170,31 @@ func TestPeersCostTable(t *testing.T) {
 		if !strings.Contains(got, squeeze(want)) {
 			t.Errorf("peers.md lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestPeersBaselineSet: --baseline-set alone makes the baseline this build
+// with the proxy's overrides and then its own, and the report says so.
+func TestPeersBaselineSet(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "tpproxy")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := PeersConfig{OutDir: t.TempDir(), Proxy: ProxyOptions{Binary: bin, Set: []string{"thread_pool.size=4"}},
+		BaselineSet: []string{"backend.pool_size=auto"}, BaselineName: "tpproxy-auto"}
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Baseline.Binary != bin || !slices.Equal(c.Baseline.Set, []string{"thread_pool.size=4", "backend.pool_size=auto"}) ||
+		!slices.Equal(c.Proxy.Set, []string{"thread_pool.size=4"}) || c.BaselineName != "tpproxy-auto" {
+		t.Fatalf("baseline %+v named %q, proxy %+v", c.Baseline, c.BaselineName, c.Proxy)
+	}
+	r := PeersReport{BaselineName: "tpproxy-auto", BaselineBinary: "/x/tpproxy", BaselineSet: c.BaselineSet}
+	var b bytes.Buffer
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "- tpproxy-auto: the tpproxy build /x/tpproxy, the same settings but backend.pool_size=auto"; !strings.Contains(b.String(), want) {
+		t.Fatalf("report lacks %q:\n%s", want, b.String())
 	}
 }

@@ -15,6 +15,7 @@ func newPeersCmd(a *app) *cobra.Command {
 		pf                        proxyFlags
 		out, steps, haproxy       string
 		baselineBin, baselineName string
+		baselineSet               []string
 		sysbench, psMode          string
 		tables, tableSize         int
 		rounds, poolThreads       int
@@ -62,7 +63,7 @@ delayed 0.2 ms each way (root only).`,
 			}
 			cfg := bench.PeersConfig{
 				OutDir: out, Proxy: proxy, HAProxy: haproxy, Sysbench: sysbench,
-				Baseline: bench.ProxyOptions{Binary: baselineBin}, BaselineName: baselineName, Unix: unix, CountSyscalls: countSyscalls,
+				Baseline: bench.ProxyOptions{Binary: baselineBin}, BaselineName: baselineName, BaselineSet: baselineSet, Unix: unix, CountSyscalls: countSyscalls,
 				Tables: tables, TableSize: tableSize, Rounds: rounds,
 				Duration: duration, Warmup: warmup, PSMode: psMode,
 				Out: cmd.OutOrStdout(), Interactive: isTerminal(cmd.OutOrStdout()), Logger: a.log,
@@ -110,7 +111,8 @@ delayed 0.2 ms each way (root only).`,
 	fl.IntVar(&poolThreads, "pool-of-threads-size", 2, "thread_pool_size of the mariadb-pool server (0: leave that target out)")
 	fl.StringVar(&haproxy, "haproxy", bench.HAProxyAuto, "haproxy target: auto (when installed), on or off")
 	fl.StringVar(&baselineBin, "baseline-bin", "", "another tpproxy build to run as a target of its own with the same settings (the before of a before/after)")
-	fl.StringVar(&baselineName, "baseline-name", "tpproxy-before", "the --baseline-bin target's name")
+	fl.StringVar(&baselineName, "baseline-name", "tpproxy-before", "the --baseline-bin (or --baseline-set) target's name")
+	fl.StringArrayVar(&baselineSet, "baseline-set", nil, "KEY=VALUE: an override for the baseline target only, after --proxy-set (repeatable); without --baseline-bin the baseline is this tpproxy build, e.g. --baseline-set backend.pool_size=auto")
 	fl.BoolVar(&countSyscalls, "count-syscalls", false, "count each watched process's system calls in the measured window with perf stat (root; perf on PATH) for the cost table")
 	fl.BoolVar(&unix, "unix-socket", false, "add the target tpproxy-unix: a second tpproxy, the same settings, connecting to the server over its unix socket (loopback only)")
 	fl.StringVar(&network, "network", "loopback", "loopback, or a one-way delay such as 0.2ms on every link between sysbench, the relays and the servers (network namespaces of their own; root only)")

@@ -19,14 +19,15 @@ TPBENCH_QUIET_MACHINE=1 go test -count=1 -timeout 5m -run '^TestShardedRampMatch
 # The delayed network tiers (root; namespaces, NFQUEUE or netem) and the
 # demo over them time round trips: alone too, one package at a time.
 # The handshake flood bounds honest statements' latency, the idle pinned
-# sessions writers' throughput: alone, without -race, too.
+# sessions writers' throughput, the CPU-bound autosize test judges
+# throughput: alone, without -race, too.
 TPBENCH_QUIET_MACHINE=1 go test -p 1 -count=1 -timeout 6m -run '^(TestTiersDelayEveryLink|TestDemoOverTiers)$' ./bench/internal/tiers/ ./cmd/tpbench/
 # Under -race the sockets' direct reads and writes go through package
 # syscall (internal/netx/direct_race.go): the raw system calls that
 # production builds make are tested here, and by the e2e packages that
 # build the tpproxy binary.
 go test -count=1 -timeout 5m ./internal/netx/ ./proxy/
-TPBENCH_QUIET_MACHINE=1 go test -count=1 -timeout 3m -run '^TestHandshakeFloodKeepsHonestLatency$' ./e2e/operate/
+TPBENCH_QUIET_MACHINE=1 go test -count=1 -timeout 3m -run '^(TestHandshakeFloodKeepsHonestLatency|TestAutoSizeStopsWhereTheServerQueues)$' ./e2e/operate/
 TPBENCH_QUIET_MACHINE=1 go test -count=1 -timeout 3m -run '^TestIdlePinnedSessionsLeaveOthersTheirShare$/^autocommit' ./e2e/clients/
 # The Helm chart's tests are a module of their own (deploy/go.mod), so that
 # Helm's and the Kubernetes libraries' dependencies stay out of tpproxy's;

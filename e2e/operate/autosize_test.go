@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -102,6 +103,12 @@ func TestAutoSizeGrowsWhereItPays(t *testing.T) {
 // the round trip grows with them, the growth is undone and the pool stays
 // far below its maximum of 24 instead.
 func TestAutoSizeStopsWhereTheServerQueues(t *testing.T) {
+	if os.Getenv("TPBENCH_QUIET_MACHINE") != "1" {
+		// It keeps the CPUs busy for 5 s and judges throughput: alone, as
+		// a step of its own in scripts/test.sh, not beside the other
+		// packages' tests.
+		t.Skip("set TPBENCH_QUIET_MACHINE=1 (scripts/test.sh runs it alone)")
+	}
 	px := autoProxy(t, 2, 24)
 	db := px.Open(t)
 	stop := loop(t, db, 24, "DO BENCHMARK(2000, MD5('tpproxy'))")

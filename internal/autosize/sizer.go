@@ -2,6 +2,8 @@ package autosize
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -24,7 +26,6 @@ type Sizer struct {
 	last    Decision
 	history []Decision // size changes, oldest first, at most HistoryLen
 	changes map[Reason]uint64
-	failed  error
 }
 
 // NewSizer returns a Sizer at cfg.Min. read returns the pool's cumulative
@@ -94,9 +95,8 @@ func (z *Sizer) apply(d Decision) {
 	if d.Size == d.Previous {
 		return
 	}
-	if err := z.resize(d.Size); err != nil {
-		z.failed = err
-		return
+	if z.resize(d.Size) != nil {
+		return // the pool is closed: the stack is stopping the Sizer too
 	}
 	z.record(d)
 }
@@ -119,20 +119,13 @@ type Status struct {
 	History []Decision
 	// Changes counts size changes by reason.
 	Changes map[Reason]uint64
-	// Err is the last error of a resize (the pool closed), nil if none.
-	Err error
 }
 
 // Status returns a copy of the Sizer's state.
 func (z *Sizer) Status() Status {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	ch := make(map[Reason]uint64, len(z.changes))
-	for k, v := range z.changes {
-		ch[k] = v
-	}
-	return Status{Config: z.ctl.Config(), Last: z.last, History: append([]Decision(nil), z.history...),
-		Changes: ch, Err: z.failed}
+	return Status{Config: z.ctl.Config(), Last: z.last, History: slices.Clone(z.history), Changes: maps.Clone(z.changes)}
 }
 
 // Config is the configuration in force.

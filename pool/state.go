@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Var is a session system variable whose value differs from (or was set
@@ -52,6 +53,9 @@ type State struct {
 	// metadata (MARIADB_CLIENT_EXTENDED_METADATA), fixed when dialed like
 	// FoundRows, for clients that asked for it.
 	ExtMetadata bool
+	// sharedVars: Vars is a slice other states share (SetCharsetVars),
+	// copied before it changes.
+	sharedVars bool
 
 	// Account is the server account the session's statements run as
 	// (nil: the pool's own). It is not part of the fingerprint: Acquire
@@ -151,6 +155,7 @@ func isUTF8Charset(cs string) bool {
 
 // SetVar records the value of a session variable.
 func (s *State) SetVar(name, value string) {
+	s.ownVars()
 	name = strings.ToLower(name)
 	i, found := slices.BinarySearchFunc(s.Vars, name, func(v Var, n string) int { return strings.Compare(v.Name, n) })
 	if found {
@@ -167,6 +172,7 @@ func (s *State) SetVar(name, value string) {
 // DeleteVar forgets a session variable: the session has its global value
 // again (SET x = DEFAULT).
 func (s *State) DeleteVar(name string) {
+	s.ownVars()
 	name = strings.ToLower(name)
 	i, found := slices.BinarySearchFunc(s.Vars, name, func(v Var, n string) int { return strings.Compare(v.Name, n) })
 	if found {
@@ -208,6 +214,32 @@ func (s *State) SetMultiStatements(on bool) {
 		s.sum = 0
 	}
 }
+
+// ownVars gives s a Vars of its own before it changes one.
+func (s *State) ownVars() {
+	if s.sharedVars {
+		s.Vars, s.sharedVars = slices.Clone(s.Vars), false
+	}
+}
+
+// SetCharsetVars makes Vars those of SET NAMES charset COLLATE collation,
+// as a slice shared with every other state set so (copied when one of
+// them changes a variable): thousands of sessions that log in with the
+// same collation and change nothing hold one copy.
+func (s *State) SetCharsetVars(charset, collation string) {
+	key := charsetKey{charset, collation}
+	v, ok := charsetVarsCache.Load(key)
+	if !ok {
+		v, _ = charsetVarsCache.LoadOrStore(key, slices.Clip(CharsetVars(charset, collation)))
+	}
+	s.Vars, s.sharedVars, s.sum = v.([]Var), true, 0
+}
+
+type charsetKey struct{ charset, collation string }
+
+// charsetVarsCache holds the shared slices of SetCharsetVars; there is one
+// per collation clients log in with, a few hundred at most.
+var charsetVarsCache sync.Map
 
 // CharsetVars are the session variables SET NAMES charset COLLATE
 // collation establishes, sorted as State keeps them.

@@ -22,12 +22,15 @@ type clientConn struct {
 	tls bool
 	// compression is the client protocol's compression (none, zlib, zstd).
 	compression mysqlwire.CompressAlgo
+	// extMetadata and maxPacket are what w and r were told (see wire).
+	extMetadata bool
+	maxPacket   int32
 	remote      string
 	r           *mysqlwire.Reader
 	w           *mysqlwire.Writer
-	// small is the reader's resident buffer, from smallBufs; a parked
-	// session gives it back.
-	small *[smallBufSize]byte
+	// wire holds r, w and the reader's resident buffer; a parked session
+	// gives it back to wires (see park).
+	wire *wireParts
 	// rc is the socket's raw connection, for the poller (see rawConn).
 	rc syscall.RawConn
 
@@ -39,9 +42,9 @@ type clientConn struct {
 
 	// idleTimeout is the wait_timeout that closes the session after that
 	// long without a command (0: none); deadlineSet is when the read
-	// deadline was last moved.
+	// deadline was last moved (unix ns; 0: not since it changed).
 	idleTimeout time.Duration
-	deadlineSet time.Time
+	deadlineSet int64
 }
 
 // armIdleTimeout moves the client read deadline to wait_timeout from now,
@@ -51,10 +54,10 @@ func (s *clientConn) armIdleTimeout() {
 		return
 	}
 	now := time.Now()
-	if !s.deadlineSet.IsZero() && now.Sub(s.deadlineSet) < time.Second {
+	if s.deadlineSet != 0 && now.UnixNano()-s.deadlineSet < int64(time.Second) {
 		return
 	}
-	s.deadlineSet = now
+	s.deadlineSet = now.UnixNano()
 	_ = s.nc.SetReadDeadline(now.Add(s.idleTimeout))
 }
 
@@ -277,8 +280,8 @@ func (s *clientConn) rawConn() syscall.RawConn {
 // idleDeadline is when wait_timeout ends the wait for the next command
 // (zero: never).
 func (s *clientConn) idleDeadline() time.Time {
-	if s.idleTimeout > 0 && !s.deadlineSet.IsZero() {
-		return s.deadlineSet.Add(s.idleTimeout)
+	if s.idleTimeout > 0 && s.deadlineSet != 0 {
+		return time.Unix(0, s.deadlineSet).Add(s.idleTimeout)
 	}
 	return time.Time{}
 }

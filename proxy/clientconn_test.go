@@ -19,7 +19,7 @@ func pipeConn(t *testing.T) (*clientConn, *mysqlwire.Reader, net.Conn) {
 	t.Cleanup(func() { _ = srvEnd.Close(); _ = cliEnd.Close() })
 	bufs := mysqlwire.NewBufferPool(16 << 10)
 	var small [smallBufSize]byte
-	cc := &clientConn{nc: srvEnd, remote: "10.1.2.3:4567", small: &small}
+	cc := &clientConn{nc: srvEnd, remote: "10.1.2.3:4567"}
 	cc.r = mysqlwire.NewReader(srvEnd, small[:], bufs)
 	cc.w = mysqlwire.NewWriter(srvEnd, bufs)
 	var csmall [smallBufSize]byte

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/pool"
@@ -103,7 +102,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 		}
 		if err == nil {
 			// curSince is this goroutine's own write (beginExec).
-			s.pool.NoteRoundTrip(time.Since(s.curSince))
+			s.pool.NoteRoundTrip(s.curSince.Since())
 			c.NoteEcho(s.state.Owner)
 			break
 		}

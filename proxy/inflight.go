@@ -20,8 +20,8 @@ import (
 // session meanwhile.
 type inflight struct {
 	mu         sync.Mutex
-	cur        *pool.Conn // backend running this session's statement
-	curSince   time.Time
+	cur        *pool.Conn    // backend running this session's statement
+	curSince   monoTime      // when it began
 	curCmd     byte          // its command
 	curInfo    [infoLen]byte // the start of its SQL text, for the processlist
 	curInfoLen uint8         // ≤ infoLen
@@ -29,8 +29,12 @@ type inflight struct {
 	noWatch    bool          // the session goroutine reads from the client mid-statement
 	killed     bool          // KILL CONNECTION: end after the current statement
 	gone       bool          // the watcher saw the client disconnect
-	pubPins    pinReason     // the pins pub shows
-	pub        SessionInfo   // published view of the goroutine-owned fields
+	// The published view of the goroutine-owned fields (see publish).
+	pubPins    pinReason     // the session's pin reasons
+	pubPinned  bool          // it holds a backend
+	pubThread  uint32        // that backend's thread id
+	pubUser    string        // the user it logged in as
+	pubSchema  string        // its default schema
 	pubAccount *pool.Account // the server account the session runs as
 }
 
@@ -39,7 +43,7 @@ type inflight struct {
 func (f *inflight) beginExec(c *pool.Conn, cmd byte, q []byte) {
 	f.mu.Lock()
 	f.cur = c
-	f.curSince = time.Now()
+	f.curSince = monoNow()
 	f.curCmd = cmd
 	f.curInfoLen = uint8(copy(f.curInfo[:], q))
 	f.mu.Unlock()
@@ -93,7 +97,7 @@ func (f *inflight) allowWatching() {
 func (f *inflight) maybeWatch(now time.Time, cc *clientConn, p *pool.Pool, log *slog.Logger, id uint32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cur == nil || f.watchDone != nil || f.noWatch || f.gone || now.Sub(f.curSince) < watchAfter {
+	if f.cur == nil || f.watchDone != nil || f.noWatch || f.gone || now.Sub(f.curSince.Time()) < watchAfter {
 		return
 	}
 	done := make(chan struct{})
@@ -139,3 +143,19 @@ func (f *inflight) killLocked(p *pool.Pool, log *slog.Logger, id uint32) {
 		log.Warn("kill on backend failed", "conn_id", id, "thread_id", f.cur.ThreadID(), "err", err)
 	}
 }
+
+// monoTime is an instant on the monotonic clock as 8 bytes (a time.Time
+// takes 24): nanoseconds since the process's monoBase.
+type monoTime int64
+
+// monoBase is the instant monoTime counts from.
+var monoBase = time.Now()
+
+// monoNow returns the current monoTime.
+func monoNow() monoTime { return monoTime(time.Since(monoBase)) }
+
+// Time returns t as a time.Time, which carries the monotonic reading.
+func (t monoTime) Time() time.Time { return monoBase.Add(time.Duration(t)) }
+
+// Since returns the time elapsed since t.
+func (t monoTime) Since() time.Duration { return time.Duration(monoNow() - t) }

@@ -365,7 +365,7 @@ func (srv *Server) kill(id uint32, query bool, may func(owner, account string) b
 // runs as, as last published.
 func (s *Session) owner() (user, account string) {
 	s.mu.Lock()
-	user, a := s.pub.User, s.pubAccount
+	user, a := s.pubUser, s.pubAccount
 	s.mu.Unlock()
 	return user, s.pool.AccountName(a)
 }

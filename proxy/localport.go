@@ -75,7 +75,7 @@ func ServeLocal(ctx context.Context, nc net.Conn, connID uint32, cfg LocalConfig
 	defer nc.Close()
 
 	var small [smallBufSize]byte
-	c := &clientConn{nc: nc, remote: nc.RemoteAddr().String(), small: &small}
+	c := &clientConn{nc: nc, remote: nc.RemoteAddr().String()}
 	c.r = mysqlwire.NewReader(nc, small[:], nil)
 	// Admin statements are short; a client cannot make the port buffer more.
 	c.r.MaxPacket = localMaxPacket

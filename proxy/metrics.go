@@ -136,7 +136,7 @@ func (srv *Server) Metrics() Metrics {
 		}
 		m.PinnedSessions++
 		s.inflight.mu.Lock()
-		user, pubPins := s.pub.User, s.pubPins
+		user, pubPins := s.pubUser, s.pubPins
 		s.inflight.mu.Unlock()
 		acct := byAccount[user]
 		if acct == nil {

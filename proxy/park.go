@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/scheduler"
 )
 
 // Parking. A goroutine's stack keeps the size its deepest call needed
@@ -19,34 +23,65 @@ import (
 // bytes of their own, never park.
 const parkAfter = time.Second
 
-// smallBufs holds the resident read buffers of sessions that are not
-// parked.
-var smallBufs = sync.Pool{New: func() any { return new([smallBufSize]byte) }}
+// wireParts are what a session needs only while it is not parked: its
+// packet reader and writer and the reader's resident buffer. They are
+// one allocation, kept in wires while sessions park.
+type wireParts struct {
+	r     mysqlwire.Reader
+	w     mysqlwire.Writer
+	small [smallBufSize]byte
+}
+
+var wires = sync.Pool{New: func() any { return new(wireParts) }}
+
+// takeWire gives cc a reader and writer on nc from wires; the reader
+// borrows packet buffers from bufs beyond its resident one and is
+// charged to budget.
+func (cc *clientConn) takeWire(nc net.Conn, bufs *mysqlwire.BufferPool, budget *mysqlwire.Budget) {
+	wp := wires.Get().(*wireParts)
+	wp.r.Init(nc, wp.small[:], bufs)
+	wp.r.Budget = budget
+	wp.w.Init(nc, bufs)
+	cc.wire, cc.r, cc.w = wp, &wp.r, &wp.w
+}
+
+// giveWire returns cc's reader and writer, which hold nothing but the
+// resident buffer, to wires; what they were told stays in cc.
+func (cc *clientConn) giveWire() {
+	cc.maxPacket, cc.extMetadata = int32(cc.r.MaxPacket), cc.w.ExtMetadata
+	cc.r.SetSmall(nil)
+	cc.w.Release()
+	wp := cc.wire
+	cc.wire, cc.r, cc.w = nil, nil, nil
+	wires.Put(wp)
+}
 
 // waiter is a session's wait for its client's next command: whether it
 // waits, since when, and its parking.
 type waiter struct {
+	// wait is the state of the wait for the client's next command
+	// (waitBusy...), waitSince when it began (unix ns): the reaper parks
+	// sessions idle for long.
+	wait atomic.Uint32
 	// idle is set while the session waits for the client's next command.
 	idle atomic.Bool
-	// wait is the state of that wait (waitBusy...), waitSince when it
-	// began (unix ns): the reaper parks sessions idle for long.
-	wait      atomic.Uint32
-	waitSince atomic.Int64
-	// parkDeadline is when a parked session's wait_timeout ends (unix
-	// ns; 0: none).
-	parkDeadline int64
 	// polled: the poller has the socket (see clientConn.rc); resumed: the
 	// goroutine is new, the wait for a command goes on.
 	polled, resumed bool
+	waitSince       atomic.Int64
+	// parkDeadline is when a parked session's wait_timeout ends (unix
+	// ns; 0: none).
+	parkDeadline int64
 }
 
-// park gives back the read buffer of cc, the session's client connection
-// (resume takes one again), and notes when its wait_timeout ends.
-func (w *waiter) park(s *clientConn) {
+// park gives back what a session needs only while it runs (the reader,
+// writer and read buffer of cc, its client connection, and the wait
+// channel and timer of task; resume takes them again), and notes when its
+// wait_timeout ends.
+func (w *waiter) park(s *clientConn, task *scheduler.Task) {
 	w.wait.Store(waitParked)
-	s.r.SetSmall(nil)
-	smallBufs.Put(s.small)
-	s.small = nil
+	s.giveWire()
+	task.Trim()
 	w.parkDeadline = 0
 	if d := s.idleDeadline(); !d.IsZero() {
 		w.parkDeadline = d.UnixNano()
@@ -129,8 +164,8 @@ func (srv *Server) resume(s *Session, wait bool) {
 			waitReadable(rc)
 		}
 	}
-	s.small = smallBufs.Get().(*[smallBufSize]byte)
-	s.r.SetSmall(s.small[:])
+	s.takeWire(s.nc, srv.bufs, srv.budget)
+	s.r.MaxPacket, s.w.ExtMetadata = int(s.maxPacket), s.extMetadata
 	s.resumed = true
 	srv.serveSession(s, s.serve)
 }

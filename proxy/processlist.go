@@ -48,12 +48,13 @@ func (srv *Server) Sessions() []SessionInfo {
 func (s *inflight) info(id uint32, host string) SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := s.pub
-	in.ID = id
-	in.Host = host
+	in := SessionInfo{ID: id, User: s.pubUser, Host: host, Schema: s.pubSchema, Pinned: s.pubPinned, BackendThread: s.pubThread}
+	if s.pubPinned {
+		in.PinReasons = s.pubPins.String()
+	}
 	if s.cur != nil {
 		in.Executing = true
-		in.Since = s.curSince
+		in.Since = s.curSince.Time()
 		in.BackendThread = s.cur.ThreadID()
 		in.Command = commandName(s.curCmd)
 		in.Info = string(s.curInfo[:s.curInfoLen])
@@ -97,15 +98,13 @@ func commandName(cmd byte) string {
 func (s *inflight) publish(user string, m *mirror) {
 	s.mu.Lock()
 	s.pubPins = m.pins
-	s.pub.User = user
+	s.pubUser = user
 	s.pubAccount = m.state.Account
-	s.pub.Schema = m.state.Schema
-	s.pub.Pinned = m.pinned != nil
-	s.pub.PinReasons = ""
-	s.pub.BackendThread = 0
+	s.pubSchema = m.state.Schema
+	s.pubPinned = m.pinned != nil
+	s.pubThread = 0
 	if m.pinned != nil {
-		s.pub.PinReasons = m.pins.String()
-		s.pub.BackendThread = m.pinned.ThreadID()
+		s.pubThread = m.pinned.ThreadID()
 	}
 	s.mu.Unlock()
 }

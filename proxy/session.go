@@ -62,13 +62,10 @@ func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
 	s.id = srv.nextID()
 	s.connID = s.id
 	s.task.ConnID = s.id
-	s.small = smallBufs.Get().(*[smallBufSize]byte)
-	s.r = mysqlwire.NewReader(nc, s.small[:], srv.bufs)
+	s.takeWire(nc, srv.bufs, srv.budget)
 	// Before the client has logged in, it may send the little a login
 	// takes; the server's max_allowed_packet comes after.
 	s.r.MaxPacket = min(preAuthMaxPacket, int(srv.maxPacketOf(s.pool)))
-	s.r.Budget = srv.budget
-	s.w = mysqlwire.NewWriter(nc, srv.bufs)
 	return s
 }
 
@@ -129,7 +126,7 @@ func (s *Session) run(ctx context.Context) (parked bool) {
 		s.armIdleTimeout()
 		s.idle.Store(true)
 		s.waitSince.Store(time.Now().UnixNano())
-		s.park(&s.clientConn)
+		s.park(&s.clientConn, &s.task)
 		return true
 	}
 	return s.serve()
@@ -155,7 +152,7 @@ func (s *Session) serve() (parked bool) {
 		s.refreshDerived()
 		if s.waitTimeoutNew {
 			s.waitTimeoutNew = false
-			s.idleTimeout, s.deadlineSet = s.waitTimeout, time.Time{}
+			s.idleTimeout, s.deadlineSet = s.waitTimeout, 0
 		}
 		if s.resumed {
 			// Back from parking, still waiting for the same command: the
@@ -188,7 +185,7 @@ func (s *Session) serve() (parked bool) {
 					return false
 				}
 				if s.canPark() {
-					s.park(&s.clientConn)
+					s.park(&s.clientConn, &s.task)
 					return true
 				}
 				// Part of a packet came: read the rest (its sequence
@@ -250,7 +247,7 @@ func (s *Session) serve() (parked bool) {
 		s.w.Release()
 		s.r.Shrink()
 		s.srv.countCommand(s.cmdIndex, s.errs != errs, start)
-		if s.pubPins != s.pins || s.pub.Pinned != (s.pinned != nil) || s.pub.Schema != s.state.Schema || s.pub.User != s.user {
+		if s.pubPins != s.pins || s.pubPinned != (s.pinned != nil) || s.pubSchema != s.state.Schema || s.pubUser != s.user {
 			s.publish(s.user, &s.mirror)
 		}
 		if quit || err != nil {
@@ -348,13 +345,13 @@ func (s *mirror) initState(db string, caps, extCaps uint32) {
 	s.state = pool.State{
 		Account:            s.state.Account, // set by authenticate
 		Owner:              s.srv.nextOwner.Add(1),
-		Vars:               pool.CharsetVars(s.collation.charset, s.collation.name),
 		MultiStatementsOff: caps&capMultiStatements == 0,
 		FoundRows:          caps&capFoundRows != 0,
 		ExtMetadata:        extCaps&pool.ExtMetadata != 0,
 		// The login collation is the results collation too.
 		ResultsCollation: s.collation.name,
 	}
+	s.state.SetCharsetVars(s.collation.charset, s.collation.name)
 	// The client named the schema in its login character set.
 	s.state.SetSchemaIn(db, s.collation.charset)
 	s.globals = s.pool.Globals()

@@ -67,6 +67,14 @@ type Task struct {
 // between Admit and the next Admit.
 func (t *Task) QueueWait() (waited time.Duration, high bool) { return t.waited, t.high }
 
+// Trim drops the channel and timer a task that once queued keeps for its
+// next wait, so that a session idle for long holds neither; the next
+// wait makes them again. Call it between statements (after Release, or
+// before the first Admit), never while t waits.
+func (t *Task) Trim() {
+	t.ch, t.timer = nil, nil
+}
+
 // taskList is a FIFO of tasks (a queue or a running list), linked through
 // Task.links: a task is in one at most.
 type taskList struct{ ilist.List[Task] }

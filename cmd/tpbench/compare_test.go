@@ -26,6 +26,9 @@ func TestCompareBadInput(t *testing.T) {
 		{[]string{"prepare"}, "--dsn is required"},
 		{[]string{"prepare", "--dsn", "root@tcp(127.0.0.1:1)/x", "--table-size", "0"}, "--table-size"},
 		{[]string{"cleanup", "--dsn", "root@tcp(127.0.0.1:1)/x", "--tables", "0"}, "--tables"},
+		{[]string{"idle"}, "--dsn is required"},
+		{[]string{"idle", "--dsn", "root@tcp(127.0.0.1:1)/x", "--sessions", "0"}, "want at least 1"},
+		{[]string{"idle", "--dsn", "root@tcp(127.0.0.1:1)/x?timeout=1s", "--sessions", "2"}, "connect"},
 		{[]string{"prepare", "--dsn", "root@tcp(127.0.0.1:1)/x?timeout=1s", "--tables", "1"}, "connect"},
 	} {
 		out, err := tpbench(t.Context(), c.args...)

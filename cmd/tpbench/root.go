@@ -41,6 +41,7 @@ func newRootCmd() *cobra.Command {
 		newMergeCmd(a),
 		newPrepareCmd(a),
 		newCleanupCmd(a),
+		newIdleCmd(a),
 	)
 	return root
 }

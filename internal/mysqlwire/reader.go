@@ -238,7 +238,16 @@ func (r *Reader) extra(bufLen int) int64 {
 // borrows from pool when a packet needs more room. pool may be nil, in which
 // case the reader grows its own buffer and keeps it.
 func NewReader(rd io.Reader, small []byte, pool *BufferPool) *Reader {
-	return &Reader{rd: rd, small: small, buf: small, pool: pool}
+	r := new(Reader)
+	r.Init(rd, small, pool)
+	return r
+}
+
+// Init makes r what NewReader returns, in place: a reader kept in a pool
+// is set up for a new stream with it. Whatever r held is forgotten, so
+// it must hold nothing beyond small (Shrink, SetSmall(nil)).
+func (r *Reader) Init(rd io.Reader, small []byte, pool *BufferPool) {
+	*r = Reader{rd: rd, small: small, buf: small, pool: pool}
 }
 
 // SetSmall replaces the resident buffer by small (nil: none, so that any

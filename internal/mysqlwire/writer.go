@@ -30,7 +30,15 @@ type Writer struct {
 
 // NewWriter returns a writer on wr that borrows its buffer from pool.
 func NewWriter(wr io.Writer, pool *BufferPool) *Writer {
-	return &Writer{wr: wr, pool: pool, start: -1}
+	w := new(Writer)
+	w.Init(wr, pool)
+	return w
+}
+
+// Init makes w what NewWriter returns, in place (a pooled writer). It
+// must hold no buffer (Release).
+func (w *Writer) Init(wr io.Writer, pool *BufferPool) {
+	*w = Writer{wr: wr, pool: pool, start: -1}
 }
 
 // NewWriterSize returns a writer on wr with a resident buffer of size bytes.

@@ -155,13 +155,13 @@ func isUTF8Charset(cs string) bool {
 
 // SetVar records the value of a session variable.
 func (s *State) SetVar(name, value string) {
-	s.ownVars()
 	name = strings.ToLower(name)
 	i, found := slices.BinarySearchFunc(s.Vars, name, func(v Var, n string) int { return strings.Compare(v.Name, n) })
+	if found && s.Vars[i].Value == value {
+		return
+	}
+	s.ownVars()
 	if found {
-		if s.Vars[i].Value == value {
-			return
-		}
 		s.Vars[i].Value = value
 	} else {
 		s.Vars = slices.Insert(s.Vars, i, Var{Name: name, Value: value})
@@ -172,10 +172,10 @@ func (s *State) SetVar(name, value string) {
 // DeleteVar forgets a session variable: the session has its global value
 // again (SET x = DEFAULT).
 func (s *State) DeleteVar(name string) {
-	s.ownVars()
 	name = strings.ToLower(name)
 	i, found := slices.BinarySearchFunc(s.Vars, name, func(v Var, n string) int { return strings.Compare(v.Name, n) })
 	if found {
+		s.ownVars()
 		s.Vars = slices.Delete(s.Vars, i, i+1)
 		s.sum = 0
 	}

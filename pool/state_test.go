@@ -1,6 +1,9 @@
 package pool
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestSetStatementDiff(t *testing.T) {
 	have := State{Vars: CharsetVars("utf8mb4", "utf8mb4_general_ci")}
@@ -120,5 +123,41 @@ func TestSetStatementResultsCollation(t *testing.T) {
 	}
 	if a, b := have, want; a.Equal(&b) {
 		t.Fatal("the results collation is not part of the state")
+	}
+}
+
+// TestSharedCharsetVars: states set by SetCharsetVars share one slice,
+// and a change to one of them (set, add, delete) leaves the others as
+// they were.
+func TestSharedCharsetVars(t *testing.T) {
+	var a, b, c State
+	a.SetCharsetVars("utf8mb4", "utf8mb4_general_ci")
+	b.SetCharsetVars("utf8mb4", "utf8mb4_general_ci")
+	c.SetCharsetVars("utf8mb4", "utf8mb4_general_ci")
+	if &a.Vars[0] != &b.Vars[0] {
+		t.Fatal("states of one collation do not share their variables")
+	}
+	want := CharsetVars("utf8mb4", "utf8mb4_general_ci")
+	a.SetVar("character_set_results", "latin1")
+	a.SetVar("sql_mode", "ANSI")
+	b.DeleteVar("collation_connection")
+	for _, s := range []*State{&a, &b} {
+		if &s.Vars[0] == &c.Vars[0] {
+			t.Fatal("a changed state still shares its variables")
+		}
+	}
+	if !slices.Equal(c.Vars, want) {
+		t.Fatalf("unchanged state's variables became %v, want %v", c.Vars, want)
+	}
+	if v, _ := a.Var("character_set_results"); v != "latin1" {
+		t.Fatalf("character_set_results = %q", v)
+	}
+	if _, ok := b.Var("collation_connection"); ok || len(b.Vars) != len(want)-1 {
+		t.Fatalf("delete: %v", b.Vars)
+	}
+	var d State
+	d.SetCharsetVars("latin1", "latin1_swedish_ci")
+	if v, _ := d.Var("collation_connection"); v != "latin1_swedish_ci" {
+		t.Fatalf("another collation: %v", d.Vars)
 	}
 }

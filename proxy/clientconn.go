@@ -22,7 +22,9 @@ type clientConn struct {
 	tls bool
 	// compression is the client protocol's compression (none, zlib, zstd).
 	compression mysqlwire.CompressAlgo
-	// extMetadata and maxPacket are what w and r were told (see wire).
+	// extMetadata and maxPacket are what w and r are told when the
+	// session takes them (takeWire) and what they were told when it gave
+	// them back (giveWire).
 	extMetadata bool
 	maxPacket   int32
 	remote      string

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,14 +33,15 @@ type wireParts struct {
 
 var wires = sync.Pool{New: func() any { return new(wireParts) }}
 
-// takeWire gives cc a reader and writer on nc from wires; the reader
-// borrows packet buffers from bufs beyond its resident one and is
-// charged to budget.
-func (cc *clientConn) takeWire(nc net.Conn, bufs *mysqlwire.BufferPool, budget *mysqlwire.Budget) {
+// takeWire gives cc a reader and writer on its socket from wires, told
+// what giveWire kept; the reader borrows packet buffers from bufs beyond
+// its resident one and is charged to budget.
+func (cc *clientConn) takeWire(bufs *mysqlwire.BufferPool, budget *mysqlwire.Budget) {
 	wp := wires.Get().(*wireParts)
-	wp.r.Init(nc, wp.small[:], bufs)
-	wp.r.Budget = budget
-	wp.w.Init(nc, bufs)
+	wp.r.Init(cc.nc, wp.small[:], bufs)
+	wp.r.Budget, wp.r.MaxPacket = budget, int(cc.maxPacket)
+	wp.w.Init(cc.nc, bufs)
+	wp.w.ExtMetadata = cc.extMetadata
 	cc.wire, cc.r, cc.w = wp, &wp.r, &wp.w
 }
 
@@ -164,8 +164,7 @@ func (srv *Server) resume(s *Session, wait bool) {
 			waitReadable(rc)
 		}
 	}
-	s.takeWire(s.nc, srv.bufs, srv.budget)
-	s.r.MaxPacket, s.w.ExtMetadata = int(s.maxPacket), s.extMetadata
+	s.takeWire(srv.bufs, srv.budget)
 	s.resumed = true
 	srv.serveSession(s, s.serve)
 }

@@ -62,7 +62,7 @@ func newSession(srv *Server, nc net.Conn, extra *extraPort) *Session {
 	s.id = srv.nextID()
 	s.connID = s.id
 	s.task.ConnID = s.id
-	s.takeWire(nc, srv.bufs, srv.budget)
+	s.takeWire(srv.bufs, srv.budget)
 	// Before the client has logged in, it may send the little a login
 	// takes; the server's max_allowed_packet comes after.
 	s.r.MaxPacket = min(preAuthMaxPacket, int(srv.maxPacketOf(s.pool)))

@@ -51,6 +51,7 @@ var (
 	descGroupStalls     = desc("thread_group_stalls_total", "Stalls detected in a thread group.", "group")
 	descGroupKickUps    = desc("thread_group_kickups_total", "Low-priority statements moved to the high-priority queue after thread_pool_prio_kickup_timer.", "group")
 	descGroupTimeouts   = desc("thread_group_queue_timeouts_total", "Statements that gave up after thread_pool.queue_timeout in a thread group queue.", "group")
+	descGroupShed       = desc("thread_group_shed_total", "Statements admission by queue delay gave up in a thread group queue (ERR 9005; thread_pool.codel_target).", "group")
 	descBackendSize     = desc("backend_pool_size", "Configured number of backend connections.")
 	descBackendHeld     = desc("backend_held_seconds_total", "Connection-time handed out: its rate is the mean number of backend connections in use (Little's L).")
 	descBackendRTs      = desc("backend_round_trips_total", "Commands timed from their write to the end of their result.")
@@ -101,6 +102,7 @@ var (
 	descHandshakeBusy   = desc("handshake_work_seconds_total", "Time the handshake CPU budget's slots were held by private-key operations (RSA for caching_sha2_password, TLS handshakes).")
 	descHandshakeWaits  = desc("handshake_work_waits_total", "Private-key operations of handshakes that waited for a slot of the handshake CPU budget.")
 	descHandshakeSlots  = desc("handshake_work_slots", "Slots of the handshake CPU budget (half the CPUs, at least 1).")
+	descPinShed         = desc("pin_shed_total", "Statements admission by queue delay gave up while waiting for a pinned slot (ERR 9005; thread_pool.codel_target).")
 	descPinOverdrafts   = desc("pin_overdrafts_total", "Sessions that became pinned by what no statement text showed (a stored function's state, say) and took a slot past the limits.")
 )
 
@@ -120,7 +122,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descStatements, descStmtDuration, descQueueWait, descSlowQueue, descBytesIn, descBytesOut,
 		descPoolGroups, descPoolActive, descPoolMaxThreads, descGroupQueue, descGroupActive,
 		descGroupStalled, descGroupCapacity, descGroupWaiting, descGroupAdmissions, descGroupQueued,
-		descGroupStalls, descGroupKickUps, descGroupTimeouts, descBackendSize, descBackendLent, descBackendConns,
+		descGroupStalls, descGroupKickUps, descGroupTimeouts, descGroupShed, descBackendSize, descBackendLent, descBackendConns,
 		descBackendHeld, descBackendRTs, descBackendRTTime, descAutoChanges, descAutoBound, descAutoInUse, descAutoRoundTrip,
 		descBackendPinned, descBackendWaiting, descBackendUp, descBackendAcquires, descBackendTimeouts,
 		descBackendWait, descBackendDials, descBackendDialErrs, descBackendResets, descBackendReplaced,
@@ -128,7 +130,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descBackendSwitches, descBackendRefused, descBackendAccount,
 		descPrepClient, descPrepCached, descPrepBackend, descPrepReprepares, descCatalogFailures, descBufferBytes, descBufferLimit, descPrepBackendPrep,
 		descPrepEvictions, descShuttingDown, descPinnedAccount, descPinHeld, descPinLimit, descPinAcctLimit,
-		descPinWaiting, descPinWaits, descPinRefused, descPinOverdrafts, descPinSticky, descPinStickyLimit,
+		descPinWaiting, descPinWaits, descPinRefused, descPinShed, descPinOverdrafts, descPinSticky, descPinStickyLimit,
 		descHandshakeBusy, descHandshakeWaits, descHandshakeSlots,
 	} {
 		ch <- d
@@ -197,6 +199,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, descPinRefused, pst.RefusedAccount, "max_pinned_per_account")
 	counter(ch, descPinRefused, pst.RefusedSticky, "max_sticky_pinned")
 	counter(ch, descPinOverdrafts, pst.Overdrafts)
+	counter(ch, descPinShed, pst.Shed)
 
 	ss := c.sched.Stats()
 	gauge(ch, descPoolGroups, float64(ss.Groups))
@@ -217,6 +220,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, descGroupStalls, g.Stats.Stalls, id)
 		counter(ch, descGroupKickUps, g.Stats.KickUps, id)
 		counter(ch, descGroupTimeouts, g.Stats.Timeouts, id)
+		counter(ch, descGroupShed, g.Stats.Shed, id)
 	}
 
 	ps := c.pool.Stats()

@@ -279,10 +279,10 @@ func TestProcesslistAndKill(t *testing.T) {
 var allStatus = []string{
 	"Aborted_connects", "Backend_pool_idle", "Backend_pool_in_use", "Backend_pool_size", "Backend_pool_waits",
 	"Pinned_connections", "Pinned_connections_limit", "Pinned_overdrafts", "Pinned_per_account_limit", "Pinned_refusals",
-	"Pinned_sticky", "Pinned_sticky_limit", "Pinned_waiting", "Pinned_waits",
+	"Pinned_shed", "Pinned_sticky", "Pinned_sticky_limit", "Pinned_waiting", "Pinned_waits",
 	"Pins_total", "Prepared_stmt_backend", "Prepared_stmt_client", "Questions", "Sessions_pinned",
 	"Threadpool_admitted", "Threadpool_idle_threads", "Threadpool_kickups", "Threadpool_queue_timeouts", "Threadpool_queue_wait_us",
-	"Threadpool_queued", "Threadpool_stalls", "Threadpool_threads", "Threadpool_waited", "Threads_connected", "Threads_running",
+	"Threadpool_queued", "Threadpool_shed", "Threadpool_stalls", "Threadpool_threads", "Threadpool_waited", "Threads_connected", "Threads_running",
 }
 
 func TestShowStatus(t *testing.T) {

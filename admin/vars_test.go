@@ -16,7 +16,7 @@ import (
 )
 
 var allVariables = []string{
-	"backend_pool_size", "backend_prepared_per_connection", "thread_pool_algorithm", "thread_pool_high_prio_mode",
+	"backend_pool_size", "backend_prepared_per_connection", "thread_pool_algorithm", "thread_pool_codel_interval", "thread_pool_codel_target", "thread_pool_high_prio_mode",
 	"thread_pool_high_prio_tickets", "thread_pool_idle_timeout", "thread_pool_max_threads", "thread_pool_oversubscribe",
 	"thread_pool_prio_kickup_timer", "thread_pool_query_threads_per_group", "thread_pool_queue_timeout",
 	"thread_pool_size", "thread_pool_stall_limit", "version", "version_comment",

@@ -24,6 +24,11 @@ const (
 	// CodeQueueTimeout: the statement waited longer than
 	// thread_pool.queue_timeout for its thread group. It did not run.
 	CodeQueueTimeout = 9004
+	// CodeOverloaded: admission by queue delay gave the statement up (its
+	// queue stood above thread_pool.codel_target, or the pinned budget's
+	// above the same target, and it had waited longer than twice that).
+	// It did not run; the client may retry later.
+	CodeOverloaded = 9005
 )
 
 // Server error codes tpproxy reproduces (defined in mysqlwire).
@@ -86,6 +91,9 @@ func sqlError(err error) *mysqlwire.Error {
 	case errors.Is(err, scheduler.ErrQueueTimeout):
 		return &mysqlwire.Error{Code: CodeQueueTimeout, State: "HY000", Message: "tpproxy: " + err.Error() +
 			"; the thread pool is saturated (see thread_pool.size, oversubscribe, max_threads)"}
+	case errors.Is(err, scheduler.ErrShed), errors.Is(err, errPinShed):
+		return &mysqlwire.Error{Code: CodeOverloaded, State: "HY000", Message: "tpproxy: " + err.Error() +
+			"; answered at once rather than late (thread_pool.codel_target)"}
 	case errors.Is(err, pool.ErrBroken):
 		return &mysqlwire.Error{Code: CodeBackendLost, State: "HY000", Message: "tpproxy: lost the backend connection during the statement: " + err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, errKilled):

@@ -3,6 +3,7 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tpproxy/tpproxy/internal/codel"
 	"github.com/tpproxy/tpproxy/internal/ilist"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 	"github.com/tpproxy/tpproxy/proxy/internal/sqlscan"
@@ -43,6 +45,13 @@ type pinBudget struct {
 	max, perAccount, sticky atomic.Int64
 
 	mu sync.Mutex
+	// delay judges the queue's waits when admission by queue delay is on
+	// (thread_pool.codel_target, the scheduler's settings): while the
+	// queue stands, the newest waiter is served first and one that waited
+	// past twice the target is given up (ERR 9005).
+	delay codel.Detector
+	// now is the clock of queue waits; nil: time.Now (tests set theirs).
+	now func() time.Time
 	// held counts the slots taken, stuck those of them held by sessions
 	// pinned for good.
 	held, stuck int
@@ -55,8 +64,9 @@ type pinBudget struct {
 	lend func(n int)
 
 	// takes counts the statements that asked for a slot, waits those of
-	// them that queued for one.
-	takes, waits, overdrafts atomic.Uint64
+	// them that queued for one, shed those of them given up by admission
+	// by queue delay.
+	takes, waits, overdrafts, shed atomic.Uint64
 	// refusedTotal, refusedAccount and refusedSticky count the statements
 	// refused at each limit.
 	refusedTotal, refusedAccount, refusedSticky atomic.Uint64
@@ -67,9 +77,17 @@ type pinBudget struct {
 type pinWaiter struct {
 	account string
 	sticky  bool
+	// shed: granted was closed to give the waiter up, not to grant it;
+	// the error says so.
+	shed    error
+	since   time.Time // queued at (set when admission by queue delay is on)
 	granted chan struct{}
 	links   ilist.Links[pinWaiter]
 }
+
+// errPinShed is the error of a statement that admission by queue delay
+// gave up in the pinned-connection budget's queue.
+var errPinShed = errors.New("transaction given up: the queue for pinned connections stands")
 
 // PinLimits are the pinned-connection limits in force.
 type PinLimits struct {
@@ -103,44 +121,81 @@ func (b *pinBudget) limitsFor(poolSize, groups int) PinLimits {
 	return PinLimits{Total: total, PerAccount: per, Sticky: min(sticky, total)}
 }
 
-// take gets a slot for account under lim, waiting at most wait; sticky:
+// pinWaits are how long a statement waits for a slot. One held back by
+// its account's limit or the sticky share waits Limit
+// (backend.acquire_timeout) before ERR 1226; one that only waits because
+// every slot is in use is in an admission queue like the thread pool's
+// and waits up to Queue (thread_pool.queue_timeout), so that a burst of
+// transactions queues as it would on the server's own thread pool. Codel
+// is admission by queue delay (off when its target is 0).
+type pinWaits struct {
+	Limit, Queue time.Duration
+	Codel        codel.Config
+}
+
+// take gets a slot for account under lim, waiting as waits says; sticky:
 // the statement would pin the session for good. The error is the ERR the
 // statement gets.
-func (b *pinBudget) take(ctx context.Context, account string, sticky bool, lim func() PinLimits, wait time.Duration) error {
+func (b *pinBudget) take(ctx context.Context, account string, sticky bool, lim func() PinLimits, waits pinWaits) error {
+	cc := waits.Codel
 	b.takes.Add(1)
 	b.mu.Lock()
+	if b.delay.Config() != cc {
+		b.delay.SetConfig(cc)
+	}
 	l := lim()
 	if b.waiters.Len() == 0 && b.fits(account, sticky, l) {
 		b.grantTo(account, sticky)
+		if cc.On() {
+			b.delay.Observe(b.clock(), 0)
+		}
 		b.mu.Unlock()
 		return nil
 	}
 	w := &pinWaiter{account: account, sticky: sticky, granted: make(chan struct{})}
+	if cc.On() {
+		w.since = b.clock()
+	}
 	b.waiters.PushBack(w, &w.links)
 	b.grant(l) // the queue may hold only waiters of accounts at their limit
 	b.mu.Unlock()
 	select {
 	case <-w.granted:
-		return nil
+		return b.verdict(w)
 	default:
 	}
 	b.waits.Add(1)
-	timer := time.NewTimer(wait)
+	began := time.Now()
+	timer := time.NewTimer(waits.Limit)
 	defer timer.Stop()
-	select {
-	case <-w.granted:
-		return nil
-	case <-timer.C:
-	case <-ctx.Done():
+	var l0 PinLimits
+	for {
+		select {
+		case <-w.granted:
+			return b.verdict(w)
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		b.mu.Lock()
+		l0 = lim()
+		if ctx.Err() == nil && !b.heldBack(account, sticky, l0) {
+			// Only the total holds it: a queue, which waits up to
+			// queue_timeout.
+			if rest := waits.Queue - time.Since(began); rest > 0 {
+				b.mu.Unlock()
+				timer.Reset(rest)
+				continue
+			}
+		}
+		break // mu held
 	}
-	b.mu.Lock()
 	if !b.waiters.Remove(&w.links) {
 		b.mu.Unlock()
-		return nil // granted while giving up
+		return b.verdict(w) // granted or given up while giving up
 	}
-	l = lim()
+	l = l0
 	atAccount := b.byAccount[account] >= l.PerAccount && l.PerAccount < l.Total
-	atSticky := sticky && b.stuck >= l.Sticky && l.Sticky < l.Total
+	atSticky := !atAccount && b.heldBack(account, sticky, l)
 	b.grant(l) // our place may have held up waiters of other accounts
 	b.mu.Unlock()
 	if ctx.Err() != nil {
@@ -163,6 +218,14 @@ func (b *pinBudget) take(ctx context.Context, account string, sticky bool, lim f
 func pinLimitError(account, limit string, n int) *mysqlwire.Error {
 	return &mysqlwire.Error{Code: erUserLimitReached, State: "42000",
 		Message: fmt.Sprintf("User '%s' has exceeded the '%s' resource (current value: %d)", account, limit, n)}
+}
+
+// heldBack reports whether a limit other than the total keeps account
+// from a slot: its own, or the sticky share for a sticky one. mu must be
+// held.
+func (b *pinBudget) heldBack(account string, sticky bool, l PinLimits) bool {
+	return (b.byAccount[account] >= l.PerAccount && l.PerAccount < l.Total) ||
+		(sticky && b.stuck >= l.Sticky && l.Sticky < l.Total)
 }
 
 // fits reports whether account may take a slot (for good if sticky) now.
@@ -191,15 +254,70 @@ func (b *pinBudget) lent() {
 	}
 }
 
+// clock reads the budget's clock.
+func (b *pinBudget) clock() time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return time.Now()
+}
+
+// verdict is take's result for a waiter whose granted channel is closed:
+// nil, or the error of one given up (written before the close).
+func (b *pinBudget) verdict(w *pinWaiter) error { return w.shed }
+
 // grant hands free slots to waiters in FIFO order, passing over those of
 // accounts at their own limit and, for good, those past max_sticky_pinned.
-// mu must be held.
+// With admission by queue delay on and the queue overloaded, it first
+// gives up the waiters that waited past twice the target, then serves the
+// newest first. mu must be held.
 func (b *pinBudget) grant(l PinLimits) {
-	for w := b.waiters.Front(); w != nil && b.held < l.Total; {
-		next := w.links.Next()
+	if b.waiters.Len() == 0 {
+		return
+	}
+	if !b.delay.Config().On() {
+		for w := b.waiters.Front(); w != nil && b.held < l.Total; {
+			next := w.links.Next()
+			if b.fits(w.account, w.sticky, l) {
+				b.waiters.Remove(&w.links)
+				b.grantTo(w.account, w.sticky)
+				close(w.granted)
+			}
+			w = next
+		}
+		return
+	}
+	now := b.clock()
+	overloaded := b.delay.Overloaded(now)
+	if overloaded {
+		for w := b.waiters.Front(); w != nil && b.delay.GiveUp(now, now.Sub(w.since)); {
+			next := w.links.Next()
+			b.waiters.Remove(&w.links)
+			c := b.delay.Config()
+			b.delay.Observe(now, now.Sub(w.since))
+			w.shed = fmt.Errorf("%w (waited %s; overloaded: waits above codel_target %s for codel_interval %s)",
+				errPinShed, now.Sub(w.since).Round(time.Millisecond), c.Target, c.Interval)
+			b.shed.Add(1)
+			close(w.granted)
+			w = next
+		}
+	}
+	first, step := b.waiters.Front(), (*ilist.Links[pinWaiter]).Next
+	if overloaded {
+		first, step = b.waiters.Back(), (*ilist.Links[pinWaiter]).Prev
+	}
+	for w := first; w != nil && b.held < l.Total; {
+		next := step(&w.links)
 		if b.fits(w.account, w.sticky, l) {
+			// The wait that tells a standing queue: w's own, or the
+			// oldest one's when the newest goes first.
+			wait := now.Sub(w.since)
+			if f := b.waiters.Front(); f != nil {
+				wait = max(wait, now.Sub(f.since))
+			}
 			b.waiters.Remove(&w.links)
 			b.grantTo(w.account, w.sticky)
+			b.delay.Observe(now, wait)
 			close(w.granted)
 		}
 		w = next
@@ -275,14 +393,15 @@ type PinStats struct {
 	// max_pinned_connections, max_pinned_per_account and
 	// max_sticky_pinned; Overdrafts the sessions that became pinned (or
 	// pinned for good) with no slot for it (a stored function's state,
-	// say) and took one past the limits.
-	Waits, RefusedTotal, RefusedAccount, RefusedSticky, Overdrafts uint64
+	// say) and took one past the limits; Shed those given up by admission
+	// by queue delay (thread_pool.codel_target).
+	Waits, RefusedTotal, RefusedAccount, RefusedSticky, Overdrafts, Shed uint64
 }
 
 // stats reads the budget.
 func (b *pinBudget) stats(l PinLimits) PinStats {
 	st := PinStats{Limits: l, Waits: b.waits.Load(), RefusedTotal: b.refusedTotal.Load(),
-		RefusedAccount: b.refusedAccount.Load(), RefusedSticky: b.refusedSticky.Load(), Overdrafts: b.overdrafts.Load()}
+		RefusedAccount: b.refusedAccount.Load(), RefusedSticky: b.refusedSticky.Load(), Overdrafts: b.overdrafts.Load(), Shed: b.shed.Load()}
 	by := map[string]*PinAccount{}
 	get := func(a string) *PinAccount {
 		if by[a] == nil {
@@ -342,7 +461,8 @@ func (s *Session) pinSlot(ctx context.Context, sticky bool) (ok bool, err error)
 	if s.slot.isHeld() || s.pinned != nil || s.extra != nil {
 		return true, nil
 	}
-	if terr := s.srv.pins.take(ctx, s.user, sticky, s.srv.pinLimits, s.pool.AcquireTimeout()); terr != nil {
+	if terr := s.srv.pins.take(ctx, s.user, sticky, s.srv.pinLimits,
+		pinWaits{Limit: s.pool.AcquireTimeout(), Queue: s.srv.sched.QueueTimeout(), Codel: s.srv.sched.Codel()}); terr != nil {
 		return false, s.writeErr(terr)
 	}
 	s.holdSlot(sticky)

@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/tpproxy/tpproxy/internal/codel"
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
 )
 
@@ -43,26 +45,30 @@ func TestPinBudgetWaitsThenNamesTheLimit(t *testing.T) {
 	var b pinBudget
 	lim := func() PinLimits { return PinLimits{Total: 3, PerAccount: 2, Sticky: 3} }
 	for _, a := range []string{"a", "a", "b"} {
-		if err := b.take(ctx, a, false, lim, time.Second); err != nil {
+		if err := b.take(ctx, a, false, lim, pinWaits{Limit: time.Second, Queue: time.Second}); err != nil {
 			t.Fatalf("take %s: %v", a, err)
 		}
 	}
 	// a is at its own limit, and everyone at the total.
 	var me *mysqlwire.Error
-	if err := b.take(ctx, "a", false, lim, 20*time.Millisecond); !errors.As(err, &me) || me.Code != 1226 ||
+	if err := b.take(ctx, "a", false, lim, pinWaits{Limit: 20 * time.Millisecond, Queue: 20 * time.Millisecond}); !errors.As(err, &me) || me.Code != 1226 ||
 		me.Message != "User 'a' has exceeded the 'max_pinned_per_account' resource (current value: 2)" {
 		t.Fatalf("a over its limit: %v", err)
 	}
-	if err := b.take(ctx, "c", false, lim, 20*time.Millisecond); !errors.As(err, &me) ||
+	if err := b.take(ctx, "c", false, lim, pinWaits{Limit: 20 * time.Millisecond, Queue: 20 * time.Millisecond}); !errors.As(err, &me) ||
 		me.Message != "User 'c' has exceeded the 'max_pinned_connections' resource (current value: 3)" {
 		t.Fatalf("c over the total: %v", err)
 	}
 	// A waiter of a (still at its limit) does not hold up one of c when
 	// b gives its slot back.
 	aDone, cDone := make(chan error, 1), make(chan error, 1)
-	go func() { aDone <- b.take(ctx, "a", false, lim, 5*time.Second) }()
+	go func() {
+		aDone <- b.take(ctx, "a", false, lim, pinWaits{Limit: 5 * time.Second, Queue: 5 * time.Second})
+	}()
 	waitWaiting(t, &b, 1)
-	go func() { cDone <- b.take(ctx, "c", false, lim, 5*time.Second) }()
+	go func() {
+		cDone <- b.take(ctx, "c", false, lim, pinWaits{Limit: 5 * time.Second, Queue: 5 * time.Second})
+	}()
 	waitWaiting(t, &b, 2)
 	b.give("b", false, lim())
 	if err := <-cDone; err != nil {
@@ -84,7 +90,9 @@ func TestPinBudgetWaitsThenNamesTheLimit(t *testing.T) {
 	// An overdraft counts; a raised limit hands out the slots it frees.
 	b.force("d", false)
 	dDone := make(chan error, 1)
-	go func() { dDone <- b.take(ctx, "e", false, lim, 5*time.Second) }()
+	go func() {
+		dDone <- b.take(ctx, "e", false, lim, pinWaits{Limit: 5 * time.Second, Queue: 5 * time.Second})
+	}()
 	waitWaiting(t, &b, 1)
 	b.regrant(PinLimits{Total: 5, PerAccount: 2, Sticky: 5})
 	if err := <-dDone; err != nil {
@@ -116,17 +124,17 @@ func TestPinBudgetKeepsStickyPinsToTheirShare(t *testing.T) {
 	ctx := context.Background()
 	var b pinBudget
 	lim := func() PinLimits { return PinLimits{Total: 3, PerAccount: 3, Sticky: 1} }
-	if err := b.take(ctx, "a", true, lim, time.Second); err != nil {
+	if err := b.take(ctx, "a", true, lim, pinWaits{Limit: time.Second, Queue: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	var me *mysqlwire.Error
-	if err := b.take(ctx, "a", true, lim, 20*time.Millisecond); !errors.As(err, &me) || me.Code != 1226 ||
+	if err := b.take(ctx, "a", true, lim, pinWaits{Limit: 20 * time.Millisecond, Queue: 20 * time.Millisecond}); !errors.As(err, &me) || me.Code != 1226 ||
 		me.Message != "User 'a' has exceeded the 'max_sticky_pinned' resource (current value: 1)" {
 		t.Fatalf("a second sticky pin: %v", err)
 	}
 	// Transactions still get the other two slots.
 	for range 2 {
-		if err := b.take(ctx, "b", false, lim, time.Second); err != nil {
+		if err := b.take(ctx, "b", false, lim, pinWaits{Limit: time.Second, Queue: time.Second}); err != nil {
 			t.Fatalf("a transaction beside the sticky pin: %v", err)
 		}
 	}
@@ -136,7 +144,7 @@ func TestPinBudgetKeepsStickyPinsToTheirShare(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	done := make(chan error, 1)
-	go func() { done <- b.take(ctx, "c", true, lim, 5*time.Second) }()
+	go func() { done <- b.take(ctx, "c", true, lim, pinWaits{Limit: 5 * time.Second, Queue: 5 * time.Second}) }()
 	waitWaiting(t, &b, 1)
 	b.give("b", false, lim()) // a transaction's slot: the sticky share is still full
 	select {
@@ -151,5 +159,110 @@ func TestPinBudgetKeepsStickyPinsToTheirShare(t *testing.T) {
 	}
 	if st := b.stats(lim()); st.Held != 1 || st.Sticky != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestPinBudgetShedsAStandingQueue: with admission by queue delay on, a
+// queue for pinned slots whose shortest wait stayed above the target for
+// a whole interval gives up the waiters past twice the target (ERR 9005)
+// and serves the newest first; without it, nothing is given up (the
+// other tests run with it off).
+func TestPinBudgetShedsAStandingQueue(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	b := pinBudget{now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
+	cc := codel.Config{Target: 10 * time.Millisecond, Interval: 100 * time.Millisecond}
+	lim := func() PinLimits { return PinLimits{Total: 1, PerAccount: 1, Sticky: 1} }
+	take := func(account string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- b.take(ctx, account, false, lim, pinWaits{Limit: time.Minute, Queue: time.Minute, Codel: cc})
+		}()
+		return done
+	}
+	if err := b.take(ctx, "a", false, lim, pinWaits{Limit: time.Second, Queue: time.Second, Codel: cc}); err != nil {
+		t.Fatal(err)
+	}
+	w1 := take("w1")
+	waitWaiting(t, &b, 1)
+	advance(150 * time.Millisecond)
+	b.give("a", false, lim()) // the interval before saw a take that did not wait: FIFO
+	if err := <-w1; err != nil {
+		t.Fatal(err)
+	}
+	w2 := take("w2")
+	waitWaiting(t, &b, 1)
+	advance(100 * time.Millisecond)
+	// The interval that ended saw only w1's 150ms: overloaded, and the
+	// next look at the queue (w3's arrival) gives w2 (100ms, past 2×10ms)
+	// up.
+	w3 := take("w3")
+	err := <-w2
+	if !errors.Is(err, errPinShed) || sqlError(err).Code != CodeOverloaded {
+		t.Fatalf("w2: %v, want the shed error (ERR %d)", err, CodeOverloaded)
+	}
+	waitWaiting(t, &b, 1)
+	advance(5 * time.Millisecond)
+	w4 := take("w4")
+	waitWaiting(t, &b, 2)
+	advance(10 * time.Millisecond)
+	b.give("w1", false, lim()) // still overloaded: w3 (15ms) is kept, w4, the newest, goes first
+	if err := <-w4; err != nil {
+		t.Fatalf("w4: %v", err)
+	}
+	select {
+	case err := <-w3:
+		t.Fatalf("w3 got an answer (%v) while w4 holds the only slot", err)
+	default:
+	}
+	if st := b.stats(lim()); st.Shed != 1 || st.Waiting != 1 || st.Held != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	b.give("w4", false, lim())
+	if err := <-w3; err != nil {
+		t.Fatalf("w3: %v", err)
+	}
+}
+
+// TestPinBudgetQueuesAsLongAsTheThreadPool: a statement that waits only
+// because every pinned slot is in use waits up to the queue's timeout
+// (thread_pool.queue_timeout), past backend.acquire_timeout, and gets
+// the slot when one is given back; one held back by its account's limit
+// is refused after acquire_timeout.
+func TestPinBudgetQueuesAsLongAsTheThreadPool(t *testing.T) {
+	ctx := context.Background()
+	var b pinBudget
+	lim := func() PinLimits { return PinLimits{Total: 2, PerAccount: 1, Sticky: 2} }
+	waits := pinWaits{Limit: 20 * time.Millisecond, Queue: 10 * time.Second}
+	if err := b.take(ctx, "a", false, lim, waits); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.take(ctx, "b", false, lim, waits); err != nil {
+		t.Fatal(err)
+	}
+	var me *mysqlwire.Error
+	began := time.Now()
+	if err := b.take(ctx, "a", false, lim, waits); !errors.As(err, &me) || me.Code != 1226 || time.Since(began) > 5*time.Second {
+		t.Fatalf("a past its own limit: %v after %s, want ERR 1226 after acquire_timeout", err, time.Since(began))
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.take(ctx, "c", false, lim, waits) }()
+	waitWaiting(t, &b, 1)
+	time.Sleep(100 * time.Millisecond) // five acquire_timeouts
+	select {
+	case err := <-done:
+		t.Fatalf("c, held only by the total, gave up after acquire_timeout: %v", err)
+	default:
+	}
+	b.give("b", false, lim())
+	if err := <-done; err != nil {
+		t.Fatalf("c: %v", err)
+	}
+	short := pinWaits{Limit: 20 * time.Millisecond, Queue: 50 * time.Millisecond}
+	began = time.Now()
+	if err := b.take(ctx, "d", false, lim, short); !errors.As(err, &me) || me.Code != 1226 || time.Since(began) < 50*time.Millisecond {
+		t.Fatalf("d: %v after %s, want ERR 1226 after the queue's 50ms", err, time.Since(began))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/codel"
 )
 
 // Algorithm selects how stalls are judged.
@@ -124,6 +126,16 @@ type Config struct {
 	HighPrioTickets uint32       `mapstructure:"high_prio_tickets"`
 	// QueueTimeout bounds a statement's wait in a queue. Default 30s.
 	QueueTimeout time.Duration `mapstructure:"queue_timeout"`
+	// CodelTarget and CodelInterval turn on admission by queue delay
+	// (internal/codel): a group whose shortest queue wait stayed above
+	// CodelTarget for a whole CodelInterval is overloaded; while it is,
+	// its low-priority queue is served newest first and a statement of a
+	// session holding no backend that has waited longer than
+	// 2×CodelTarget gets ErrShed at once. CodelTarget 0 (the default)
+	// keeps plain FIFO queues bounded by QueueTimeout. Interval default
+	// 100ms.
+	CodelTarget   time.Duration `mapstructure:"codel_target"`
+	CodelInterval time.Duration `mapstructure:"codel_interval"`
 
 	// Now is the clock; tests inject their own. Default time.Now.
 	Now func() time.Time `mapstructure:"-"`
@@ -143,6 +155,7 @@ func DefaultConfig() Config {
 		HighPrioMode:         PrioTransactions,
 		HighPrioTickets:      4294967295,
 		QueueTimeout:         30 * time.Second,
+		CodelInterval:        100 * time.Millisecond,
 	}
 }
 
@@ -198,8 +211,19 @@ func (c *Config) Validate() error {
 	if c.QueueTimeout < 0 {
 		return fmt.Errorf("%w: queue_timeout %s", ErrBadConfig, c.QueueTimeout)
 	}
+	if c.CodelInterval == 0 {
+		c.CodelInterval = d.CodelInterval
+	}
+	if c.CodelTarget < 0 || c.CodelInterval < 0 {
+		return fmt.Errorf("%w: codel_target %s, codel_interval %s (neither may be negative)", ErrBadConfig, c.CodelTarget, c.CodelInterval)
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	return nil
+}
+
+// codel is the queue-delay configuration of c.
+func (c Config) codel() codel.Config {
+	return codel.Config{Target: c.CodelTarget, Interval: c.CodelInterval}
 }

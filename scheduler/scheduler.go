@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tpproxy/tpproxy/internal/codel"
 	"github.com/tpproxy/tpproxy/internal/histogram"
 	"github.com/tpproxy/tpproxy/internal/ilist"
 )
@@ -28,6 +29,11 @@ import (
 // ErrQueueTimeout is returned by Admit when a statement waited longer than
 // Config.QueueTimeout in its group's queue.
 var ErrQueueTimeout = errors.New("scheduler: statement waited too long in the thread pool queue")
+
+// ErrShed is returned by Admit when admission by queue delay gave the
+// statement up: its group's queue stood (overloaded) and it had waited
+// longer than 2×codel_target.
+var ErrShed = errors.New("scheduler: statement given up: the thread pool's queue stands")
 
 // ErrBadConfig marks an invalid Config.
 var ErrBadConfig = errors.New("scheduler: invalid config")
@@ -50,6 +56,7 @@ type Task struct {
 	stalled  bool // enterprise: ran past stall_limit
 	bypass   bool // admitted past the caps (holds a backend, has tickets)
 	granted  bool // admitted by another goroutine while queued
+	shed     bool // given up by another goroutine while queued (ErrShed)
 	high     bool // queued in the high-priority queue
 	tickets  uint32
 	ticketed bool              // tickets were handed out
@@ -99,6 +106,8 @@ type group struct {
 	// nothing since the previous one.
 	admittedSinceTick bool
 	high, low         taskList
+	// delay judges the queues' waits (codel_target); off by default.
+	delay codel.Detector
 	// running lists counted executing statements admitted under the
 	// enterprise algorithm (after a switch it drains as they end).
 	running taskList
@@ -127,10 +136,14 @@ type Scheduler struct {
 
 	// size is len(groups), for readers that must not take mu (Size).
 	size atomic.Int32
+	// codelTarget, codelInterval and queueTimeout are settings in force
+	// (ns), for readers that must not take mu (Codel, QueueTimeout).
+	codelTarget, codelInterval, queueTimeout atomic.Int64
 
 	admitted atomic.Uint64
 	queued   atomic.Uint64
 	timeouts atomic.Uint64
+	shed     atomic.Uint64
 	// queueWait sums the time admitted statements spent queued (ns).
 	queueWait atomic.Int64
 	// waitHigh and waitLow are the queue waits of every admission (0 for
@@ -148,15 +161,35 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{cfg: cfg, reconf: make(chan struct{}, 1), done: make(chan struct{}),
 		waitHigh: histogram.New(nil), waitLow: histogram.New(nil)}
-	s.groups = newGroups(cfg.Size)
+	s.groups = newGroups(cfg.Size, cfg.codel())
 	s.size.Store(int32(cfg.Size))
+	s.publish(cfg)
 	return s, nil
 }
 
-func newGroups(n int) []*group {
+// publish makes cfg's queue settings readable without mu.
+func (s *Scheduler) publish(cfg Config) {
+	s.codelTarget.Store(int64(cfg.CodelTarget))
+	s.codelInterval.Store(int64(cfg.CodelInterval))
+	s.queueTimeout.Store(int64(cfg.QueueTimeout))
+}
+
+// QueueTimeout is queue_timeout in force, read without the scheduler's
+// lock: the pinned-connection budget's queue waits as long.
+func (s *Scheduler) QueueTimeout() time.Duration { return time.Duration(s.queueTimeout.Load()) }
+
+// Codel is the admission-by-queue-delay configuration in force, read
+// without the scheduler's lock: the pinned-connection budget's queue
+// follows the same settings.
+func (s *Scheduler) Codel() codel.Config {
+	return codel.Config{Target: time.Duration(s.codelTarget.Load()), Interval: time.Duration(s.codelInterval.Load())}
+}
+
+func newGroups(n int, c codel.Config) []*group {
 	gs := make([]*group, n)
 	for i := range gs {
 		gs[i] = &group{id: i}
+		gs[i].delay.SetConfig(c)
 	}
 	return gs
 }
@@ -239,7 +272,9 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		return nil
 	}
 	if g.high.Len() == 0 && (t.high || g.low.Len() == 0) && s.room(g) {
-		s.admit(g, t, s.cfg.Now())
+		now := s.cfg.Now()
+		s.admit(g, t, now)
+		g.delay.Observe(now, 0)
 		s.mu.Unlock()
 		s.admitted.Add(1)
 		s.observeWait(t, 0)
@@ -249,7 +284,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 	// The wait is measured on the clock of the moment (a Reconfigure may
 	// replace s.cfg once mu is released).
 	queuedAt, clock := t.since, s.cfg.Now
-	t.granted = false
+	t.granted, t.shed = false, false
 	if t.high {
 		g.high.push(t)
 	} else {
@@ -275,6 +310,9 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 	var err error
 	select {
 	case <-t.ch:
+		if t.shed {
+			return s.shedError(clock().Sub(queuedAt))
+		}
 		s.admitted.Add(1)
 		s.observeWait(t, clock().Sub(queuedAt))
 		return nil
@@ -292,6 +330,12 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		s.observeWait(t, clock().Sub(queuedAt))
 		return nil
 	}
+	if t.shed {
+		// Given up while giving up: the shed's word is sent.
+		s.mu.Unlock()
+		<-t.ch
+		return s.shedError(clock().Sub(queuedAt))
+	}
 	g = t.g // a resize may have moved it
 	if t.high {
 		g.high.remove(t)
@@ -307,6 +351,12 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 		s.timeouts.Add(1)
 	}
 	return err
+}
+
+// shedError is Admit's error for a statement given up after waiting d.
+func (s *Scheduler) shedError(d time.Duration) error {
+	return fmt.Errorf("%w (waited %s; overloaded: waits above codel_target %s for codel_interval %s)",
+		ErrShed, d.Round(time.Millisecond), s.Config().CodelTarget, s.Config().CodelInterval)
 }
 
 // observeWait records an admitted statement's queue wait.
@@ -383,23 +433,65 @@ func (s *Scheduler) grant(g *group, t *Task, now time.Time) {
 		g.low.remove(t)
 	}
 	g.stats.QueueWait += now.Sub(t.since)
+	g.delay.Observe(now, g.standing(now, t))
 	s.admit(g, t, now)
 	t.granted = true
 	t.ch <- struct{}{}
 }
 
 // next returns the queued task to admit next in g, the first of the high
-// queue or else of the low one; mu is held.
-func (g *group) next() *Task {
+// queue or else of the low one, whose newest goes first (adaptive LIFO)
+// while the group is overloaded; mu is held.
+func (g *group) next(overloaded bool) *Task {
 	// Len first: the queues are mostly empty, which Len tells with one
 	// load (Front loads the element too).
 	switch {
 	case g.high.Len() > 0:
 		return g.high.Front()
+	case g.low.Len() > 0 && overloaded:
+		return g.low.Back()
 	case g.low.Len() > 0:
 		return g.low.Front()
 	}
 	return nil
+}
+
+// standing is the queue wait that tells whether g's queue stands as t
+// leaves it: t's own, unless the newest goes first and older statements
+// are left behind (adaptive LIFO), when it is the oldest one's, the wait
+// a FIFO queue would have shown; mu is held, t is still queued.
+func (g *group) standing(now time.Time, t *Task) time.Duration {
+	w := now.Sub(t.since)
+	if f := g.low.Front(); f != nil && f != t && !t.high {
+		w = max(w, now.Sub(f.since))
+	}
+	return w
+}
+
+// slough gives up the queued statements of sessions holding no backend
+// that waited longer than 2×codel_target, from the head of each queue
+// (the oldest: each queue is in arrival order), while g is overloaded;
+// mu is held. A session holding a backend keeps its place: its
+// transaction holds what others wait for.
+func (s *Scheduler) slough(g *group, now time.Time) {
+	for _, l := range []*taskList{&g.high, &g.low} {
+		for t := l.Front(); t != nil; {
+			next := t.links.Next()
+			wait := now.Sub(t.since)
+			if !g.delay.GiveUp(now, wait) {
+				break
+			}
+			if !t.Pinned {
+				l.remove(t)
+				g.delay.Observe(now, wait)
+				g.stats.Shed++
+				s.shed.Add(1)
+				t.shed = true
+				t.ch <- struct{}{}
+			}
+			t = next
+		}
+	}
 }
 
 // kickUp moves low-priority tasks queued longer than prio_kickup_timer to
@@ -421,11 +513,15 @@ func (s *Scheduler) kickUp(g *group, now time.Time) {
 // low-priority tasks that waited past prio_kickup_timer to the high queue;
 // mu is held.
 func (s *Scheduler) dispatch(g *group, now time.Time) {
+	overloaded := g.delay.Overloaded(now)
+	if overloaded {
+		s.slough(g, now)
+	}
 	for s.room(g) {
 		if g.low.Len() > 0 {
 			s.kickUp(g, now)
 		}
-		t := g.next()
+		t := g.next(overloaded)
 		if t == nil {
 			return
 		}
@@ -628,9 +724,14 @@ func (s *Scheduler) reconfigure(cfg Config) error {
 	s.mu.Lock()
 	old := s.cfg
 	s.cfg = cfg
+	s.publish(cfg)
 	now := cfg.Now()
 	if cfg.Size != len(s.groups) {
 		s.resize(cfg.Size)
+	} else if cfg.codel() != old.codel() {
+		for _, g := range s.groups {
+			g.delay.SetConfig(cfg.codel())
+		}
 	}
 	for _, g := range s.groups {
 		s.dispatch(g, now)
@@ -649,7 +750,7 @@ func (s *Scheduler) reconfigure(cfg Config) error {
 // queue order; the old groups live on in the tasks executing there.
 func (s *Scheduler) resize(n int) {
 	old := s.groups
-	s.groups = newGroups(n)
+	s.groups = newGroups(n, s.cfg.codel())
 	s.size.Store(int32(n))
 	for _, prio := range []bool{true, false} {
 		// Merge by queue time so that order is kept within each new group.

@@ -537,3 +537,97 @@ func TestUpdateIsAtomic(t *testing.T) {
 		t.Fatalf("oversubscribe %d, max_threads %d: updates lost", c.Oversubscribe, c.MaxThreads)
 	}
 }
+
+// TestCodelShedsAndServesNewestFirst: with codel_target set, a group whose
+// shortest queue wait stayed above the target for a whole interval is
+// overloaded; it gives up the unpinned statements that waited past twice
+// the target (ErrShed), keeps a pinned session's, serves the newest first,
+// and goes back to FIFO once an interval saw a statement go straight in.
+func TestCodelShedsAndServesNewestFirst(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Oversubscribe = 0
+		c.CodelTarget = 10 * time.Millisecond
+		c.CodelInterval = 100 * time.Millisecond
+		c.HighPrioTickets = 0 // a pinned session's statements queue (low) too
+		c.PrioKickupTimer = time.Hour
+	})
+	a := h.admit(0, false)
+	q1 := h.queue(1, false)
+	h.clock.Advance(150 * time.Millisecond)
+	// The interval before saw a wait of 0 (a went straight in): FIFO.
+	h.s.Release(a)
+	q1.wait(t)
+	q2 := h.queue(2, false)
+	p := h.queue(9, true)
+	h.clock.Advance(100 * time.Millisecond)
+	q3 := h.queue(3, false)
+	h.clock.Advance(5 * time.Millisecond)
+	q4 := h.queue(4, false)
+	h.clock.Advance(10 * time.Millisecond)
+	// The interval that just ended saw only q1's 150ms: overloaded. q2
+	// (115ms, past 2×10ms) is given up, p is pinned and kept, q3 (15ms) is
+	// kept, and q4, the newest, goes first.
+	h.s.Release(q1.task)
+	if err := <-q2.done; !errors.Is(err, ErrShed) {
+		t.Fatalf("q2: %v, want ErrShed", err)
+	}
+	q4.wait(t)
+	if q3.admitted(t) || p.admitted(t) {
+		t.Fatal("an older statement went before the newest while overloaded")
+	}
+	if g := h.group(0); g.Stats.Shed != 1 || g.QueuedLow != 2 {
+		t.Fatalf("group %+v", g)
+	}
+	if st := h.s.Stats(); st.Shed != 1 {
+		t.Fatalf("stats shed %d", st.Shed)
+	}
+	// Still overloaded: newest first again (q3), and p, though older than
+	// 2×target, is not given up.
+	h.s.Release(q4.task)
+	q3.wait(t)
+	h.s.Release(q3.task)
+	p.wait(t)
+	h.s.Release(p.task)
+	// A statement that goes straight in, then a whole interval: drained,
+	// so FIFO again.
+	b := h.admit(5, false)
+	q6 := h.queue(6, false)
+	h.clock.Advance(time.Millisecond)
+	q7 := h.queue(7, false)
+	h.clock.Advance(150 * time.Millisecond)
+	h.s.Release(b)
+	q6.wait(t)
+	if q7.admitted(t) {
+		t.Fatal("not FIFO after the queue drained")
+	}
+	h.s.Release(q6.task)
+	q7.wait(t)
+	h.s.Release(q7.task)
+	if st := h.s.Stats(); st.Shed != 1 || st.Active != 0 || st.Queued != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestCodelOffIsFIFO: without codel_target, waits far above any target
+// shed nothing and the queue stays FIFO.
+func TestCodelOffIsFIFO(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Oversubscribe = 0 })
+	a := h.admit(0, false)
+	for range 3 {
+		q1 := h.queue(1, false)
+		h.clock.Advance(time.Second)
+		q2 := h.queue(2, false)
+		h.clock.Advance(time.Second)
+		h.s.Release(a)
+		q1.wait(t)
+		if q2.admitted(t) {
+			t.Fatal("not FIFO")
+		}
+		h.s.Release(q1.task)
+		q2.wait(t)
+		a = q2.task
+	}
+	if st := h.s.Stats(); st.Shed != 0 {
+		t.Fatalf("shed %d with codel off", st.Shed)
+	}
+}

@@ -13,6 +13,7 @@ type GroupStats struct {
 	Queued       uint64        // statements that had to queue
 	QueueWait    time.Duration // total time queued statements waited
 	Timeouts     uint64        // statements that gave up after queue_timeout
+	Shed         uint64        // statements given up by admission by queue delay (codel_target)
 	Stalls       uint64        // generic: ticks that found the group stalled; enterprise: statements past stall_limit
 	KickUps      uint64        // low-priority statements moved to the high queue
 }
@@ -73,6 +74,7 @@ type Stats struct {
 	Admitted uint64 // Admit calls that succeeded
 	Waited   uint64 // Admit calls that queued
 	Timeouts uint64
+	Shed     uint64 // statements given up by admission by queue delay
 	Stalls   uint64
 	KickUps  uint64
 	// QueueWait is the time statements that were queued and then
@@ -101,6 +103,7 @@ func (s *Scheduler) Stats() Stats {
 	st.Admitted = s.admitted.Load()
 	st.Waited = s.queued.Load()
 	st.Timeouts = s.timeouts.Load()
+	st.Shed = s.shed.Load()
 	st.QueueWait = time.Duration(s.queueWait.Load())
 	st.QueueWaitHigh = s.waitHigh.Snapshot()
 	st.QueueWaitLow = s.waitLow.Snapshot()

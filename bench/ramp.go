@@ -119,6 +119,8 @@ type RampConfig struct {
 	StepDuration time.Duration
 	// ConnectPerTx opens a connection per transaction (Step.ConnectPerTx).
 	ConnectPerTx bool
+	// ErrorPause is Step.ErrorPause.
+	ErrorPause time.Duration
 	// ServerDSN, when set, reads the server's status around each step.
 	ServerDSN string
 	Stop      StopConditions
@@ -344,7 +346,8 @@ func newReport(cfg RampConfig) *Report {
 			Workload: cfg.Workload, Tables: cfg.Schema.Tables, TableSize: cfg.Schema.TableSize,
 			Schemas: max(cfg.Schema.Schemas, 1), Scale: cfg.Schema.Scale, Distribution: string(cfg.Schema.Dist),
 			PSMode: psMode(cfg.Schema.Prepared), ConnectPerTx: cfg.ConnectPerTx,
-			WarmupSec: cfg.Warmup.Seconds(), DurationSec: cfg.StepDuration.Seconds(),
+			ErrorPauseMs: float64(cfg.ErrorPause) / float64(time.Millisecond),
+			WarmupSec:    cfg.Warmup.Seconds(), DurationSec: cfg.StepDuration.Seconds(),
 		},
 	}
 }
@@ -370,12 +373,12 @@ func runStep(ctx context.Context, cfg RampConfig, wl Workload, mon *monitor, t T
 	res, err := Run(ctx, Step{
 		Target: t, Workload: wl, Threads: threads,
 		Duration: hold, Warmup: cfg.Warmup, ServerDSN: cmp.Or(t.ServerDSN, cfg.ServerDSN),
-		ConnectPerTx: cfg.ConnectPerTx,
-		Seed:         seed, // the same request stream for every target
-		Progress:     progressLine(cfg.Out, cfg.Interactive, n, total, stepLabel(wl.Name(), threads), t.Name, cfg.Warmup, hold),
-		Logger:       cfg.Logger,
-		monitor:      mon,
-		start:        start,
+		ConnectPerTx: cfg.ConnectPerTx, ErrorPause: cfg.ErrorPause,
+		Seed:     seed, // the same request stream for every target
+		Progress: progressLine(cfg.Out, cfg.Interactive, n, total, stepLabel(wl.Name(), threads), t.Name, cfg.Warmup, hold),
+		Logger:   cfg.Logger,
+		monitor:  mon,
+		start:    start,
 	})
 	if cfg.Interactive {
 		fmt.Fprint(cfg.Out, "\r\033[K")

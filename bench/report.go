@@ -96,6 +96,7 @@ type Environment struct {
 	Distribution  string  `json:"distribution,omitempty"`
 	PSMode        string  `json:"ps_mode,omitempty"`
 	ConnectPerTx  bool    `json:"connect_per_tx,omitempty"`
+	ErrorPauseMs  float64 `json:"error_pause_ms,omitempty"`
 	WarmupSec     float64 `json:"warmup_s"`
 	DurationSec   float64 `json:"duration_s"`
 	// PoolSize is tpproxy's number of backend connections.
@@ -417,6 +418,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- workload: %s, ps-mode %s, %s key distribution", e.Workload, e.PSMode, e.Distribution)
 		if e.ConnectPerTx {
 			b.WriteString(", a new connection per transaction")
+		}
+		if e.ErrorPauseMs > 0 {
+			fmt.Fprintf(&b, ", a client pauses %s after a failed transaction", time.Duration(e.ErrorPauseMs*float64(time.Millisecond)))
 		}
 		b.WriteString("\n")
 	}

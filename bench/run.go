@@ -40,6 +40,10 @@ type Step struct {
 	// make); its latency includes the connect. Otherwise each client
 	// keeps its connection for the whole step.
 	ConnectPerTx bool
+	// ErrorPause, when positive, is how long a client waits after a
+	// failed transaction before it starts the next: a client that backs
+	// off when told the server is overloaded. 0: at once.
+	ErrorPause time.Duration
 	// Progress, when set, is called about once a second from Run's
 	// goroutine. It must return quickly.
 	Progress func(Progress)
@@ -188,7 +192,7 @@ func Run(ctx context.Context, st Step) (StepResult, error) {
 	var wg sync.WaitGroup
 	for i := range st.Threads {
 		w := &worker{
-			dial: dial, index: i, perTx: st.ConnectPerTx, client: st.Workload.NewClient(st.Seed + uint64(i)),
+			dial: dial, index: i, perTx: st.ConnectPerTx, errorPause: st.ErrorPause, client: st.Workload.NewClient(st.Seed + uint64(i)),
 			holdStart: holdStart, holdEnd: holdEnd,
 			hist: shards[i%len(shards)], errors: map[string]uint64{}, live: &live, log: log,
 		}
@@ -412,12 +416,14 @@ type liveCounters struct {
 // touches it until Run has waited for it, except cur, which the step's
 // cancellation reads to interrupt a blocked read.
 type worker struct {
-	dial   *dialer
-	index  int
-	perTx  bool
-	client Client
-	log    *slog.Logger
-	live   *liveCounters
+	dial  *dialer
+	index int
+	perTx bool
+	// errorPause is Step.ErrorPause.
+	errorPause time.Duration
+	client     Client
+	log        *slog.Logger
+	live       *liveCounters
 
 	sess *Session // nil when lost (or between transactions with perTx)
 	cur  atomic.Pointer[mysqlclient.Conn]
@@ -520,6 +526,9 @@ func (w *worker) run(ctx context.Context, stop <-chan struct{}) {
 			return
 		}
 		w.count(begin, end, queries, outcome, key)
+		if outcome == txFailed && w.errorPause > 0 && !w.sleep(ctx, stop, w.errorPause) {
+			return
+		}
 	}
 }
 
@@ -649,7 +658,12 @@ func (w *worker) reconnect(ctx context.Context, stop <-chan struct{}) bool {
 
 // pause waits reconnectDelay; false when the step stops meanwhile.
 func (w *worker) pause(ctx context.Context, stop <-chan struct{}) bool {
-	t := time.NewTimer(reconnectDelay)
+	return w.sleep(ctx, stop, reconnectDelay)
+}
+
+// sleep waits d; false when the step stops meanwhile.
+func (w *worker) sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

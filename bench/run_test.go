@@ -191,4 +191,24 @@ func TestRunErrorHandling(t *testing.T) {
 	if res.Errors[ErrKeyConn] == 0 || res.Reconnects == 0 {
 		t.Errorf("bad conn: errors %v, reconnects %d", res.Errors, res.Reconnects)
 	}
+
+	// With ErrorPause a client backs off after a failed transaction: two
+	// clients failing every other transaction (ERR 9005, overloaded) and
+	// pausing 100ms run about one success and one failure per pause
+	// each, where at once they run thousands.
+	overloaded := func(int) error { return &mysqlwire.Error{Code: 9005, Message: "overloaded"} }
+	res, err := Run(t.Context(), Step{
+		Target:   Target{Name: "direct", DSN: srv.DSN(testUser, testPassword, testDB)},
+		Workload: faultyWorkload{fail: overloaded}, Threads: 2, Duration: 500 * time.Millisecond,
+		ErrorPause: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Transactions + res.ErrorTotal; res.Errors["9005"] == 0 || n > 2*(500/100+2)*2 {
+		t.Errorf("error pause: %d committed, errors %v: a client did not pause after its failures", res.Transactions, res.Errors)
+	}
+	if fast := run(overloaded); fast.Transactions < 10*res.Transactions {
+		t.Errorf("without a pause %d committed, with it %d: want ≥ 10× more without", fast.Transactions, res.Transactions)
+	}
 }

@@ -24,6 +24,7 @@ type loadFlags struct {
 	scale        float64
 	randType     string
 	connectPerTx bool
+	errorPause   time.Duration
 	warmup       time.Duration
 	serverDSN    string
 	nodeExporter string
@@ -43,6 +44,7 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 	fl.Float64Var(&f.scale, "scale", 1, "ability_attr data scale (1: 200k/300k/1.2M/10k rows)")
 	fl.StringVar(&f.randType, "rand-type", "special", "row id distribution: special (sysbench's default), uniform, gaussian, pareto")
 	fl.BoolVar(&f.connectPerTx, "connect-per-tx", false, "open a new connection for every transaction (a connection storm)")
+	fl.DurationVar(&f.errorPause, "error-pause", 0, "a client pauses this long after a failed transaction before its next one, as a client that backs off when told the server is overloaded (0: it goes on at once, a closed loop)")
 	fl.DurationVar(&f.warmup, "warmup", 5*time.Second, "unmeasured load before each step (0: none)")
 	fl.StringVar(&f.serverDSN, "server-dsn", "", "DSN for SHOW GLOBAL STATUS on the database server (optional)")
 	fl.StringVar(&f.nodeExporter, "node-exporter", "", "node_exporter URL of the database host (http://db:9100/metrics) for host figures; default: this machine's /proc")
@@ -209,7 +211,7 @@ func buildRamp(cmd *cobra.Command, a *app, lf *loadFlags, rf *rampFlags, title s
 	return bench.RampConfig{
 		Title: title, Targets: targets, Workload: lf.workload, Schema: schema,
 		Steps: steps, Warmup: lf.warmup, StepDuration: rf.stepDuration, ConnectPerTx: lf.connectPerTx,
-		ServerDSN: lf.serverDSN, Stop: stop, Confirm: rf.confirm, Monitor: mon,
+		ErrorPause: lf.errorPause, ServerDSN: lf.serverDSN, Stop: stop, Confirm: rf.confirm, Monitor: mon,
 		Out: out, Interactive: isTerminal(out), Logger: a.log,
 	}, nil
 }

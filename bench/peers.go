@@ -65,6 +65,11 @@ type PeersConfig struct {
 	// settings whose backend connections use the server's unix socket
 	// instead of loopback TCP (not with Network).
 	Unix bool
+	// Tpbench runs tpbench's own load right after every sysbench run, on
+	// the same target with the same workload, clients, warmup and
+	// measured time, and adds the table of how far the two agree with
+	// each tool's own CPU per transaction.
+	Tpbench bool
 	// CountSyscalls counts the watched processes' system calls in each
 	// run's measured window with perf stat (the raw_syscalls:sys_enter
 	// tracepoint; perf on PATH, root), for the cost table.
@@ -254,6 +259,9 @@ type PeerRun struct {
 	CPUWindowSec float64 `json:"cpu_window_s,omitempty"`
 	// Error is why the run failed (its figures are then 0).
 	Error string `json:"error,omitempty"`
+	// Tpbench is tpbench's own load on the same step and target right
+	// after this run (PeersConfig.Tpbench).
+	Tpbench *TpbenchCheck `json:"tpbench,omitempty"`
 }
 
 // Peers reproduces the comparison with the real tools on one machine: a
@@ -414,8 +422,17 @@ runs:
 				if win.SyscallsErr != nil {
 					fmt.Fprintf(out, "system calls not counted: %v\n", win.SyscallsErr)
 				}
-				rep.Runs = append(rep.Runs, run)
 				fmt.Fprintf(out, "[%d/%d] %s\n", n, total, run.line())
+				if cfg.Tpbench && run.Error == "" {
+					run.Tpbench = runTpbenchCheck(ctx, cfg, st, t)
+					if ctx.Err() != nil {
+						interrupted = ctx.Err()
+						rep.Runs = append(rep.Runs, run)
+						break runs
+					}
+					fmt.Fprintf(out, "      %s\n", run.Tpbench.line(run))
+				}
+				rep.Runs = append(rep.Runs, run)
 			}
 		}
 	}
@@ -692,6 +709,9 @@ func (r *PeersReport) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	if err := r.writeCostTable(&b); err != nil {
+		return err
+	}
+	if err := r.writeCheckTable(&b); err != nil {
 		return err
 	}
 	var failed []string

@@ -198,3 +198,46 @@ func TestPeersBaselineSet(t *testing.T) {
 		t.Fatalf("report lacks %q:\n%s", want, b.String())
 	}
 }
+
+// TestPeersCheckTable: tpbench's TPS beside sysbench's over the rounds
+// both ran, each tool's CPU per transaction, and the pairs more than 10%
+// apart named.
+func TestPeersCheckTable(t *testing.T) {
+	wl := "oltp_read_write"
+	sb := func(round int, target string, tps float64, tb *TpbenchCheck) PeerRun {
+		r := PeerRun{Workload: wl, Threads: 64, Round: round, Target: target,
+			SysbenchResult:     SysbenchResult{TPS: tps, Transactions: uint64(tps * 20), Queries: uint64(tps * 20 * 18), P95Ms: 90},
+			ClientCPUUsPerStmt: 10, MachineCPUUsPerTx: 2000, Tpbench: tb}
+		return r
+	}
+	tb := func(tps float64) *TpbenchCheck {
+		return &TpbenchCheck{TPS: tps, Transactions: uint64(tps * 20), P95Ms: 100, ClientCPUUsPerTx: 300, MachineCPUUsPerTx: 2200}
+	}
+	r := &PeersReport{Targets: []string{TargetDirect, TargetTpproxy}, Rounds: 2, Runs: []PeerRun{
+		sb(1, TargetDirect, 1000, tb(950)),
+		sb(1, TargetTpproxy, 600, tb(400)),
+		sb(2, TargetDirect, 1000, tb(1010)),
+		sb(2, TargetTpproxy, 600, &TpbenchCheck{Error: "bench: connect: refused"}),
+	}}
+	var b bytes.Buffer
+	if err := r.writeCheckTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"| oltp_read_write |      64 | direct  |        1,000 |         980 |            0.98× |", // (950+1010)/2 over 2×20 s
+		"| oltp_read_write |      64 | tpproxy |          600 |         400 |          0.67× ✗ |", // round 2's tpbench failed: round 1 only
+		" 180 / 300 |", // sysbench: 10 µs/stmt × 18 statements
+		"tpbench within 10% of sysbench: 1 of 2; apart: oltp_read_write/64 on tpproxy (0.67×).",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in\n%s", want, md)
+		}
+	}
+	// Without checks, no table.
+	b.Reset()
+	r.Runs = []PeerRun{peerRun(wl, 64, 1, TargetDirect, 1000, 90, 0, 30)}
+	if err := r.writeCheckTable(&b); err != nil || b.Len() != 0 {
+		t.Fatalf("a table without checks: %q, %v", b.String(), err)
+	}
+}

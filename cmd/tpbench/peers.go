@@ -12,16 +12,16 @@ import (
 
 func newPeersCmd(a *app) *cobra.Command {
 	var (
-		pf                        proxyFlags
-		out, steps, haproxy       string
-		baselineBin, baselineName string
-		baselineSet               []string
-		sysbench, psMode          string
-		tables, tableSize         int
-		rounds, poolThreads       int
-		duration, warmup          time.Duration
-		network                   string
-		unix, countSyscalls       bool
+		pf                                proxyFlags
+		out, steps, haproxy               string
+		baselineBin, baselineName         string
+		baselineSet                       []string
+		sysbench, psMode                  string
+		tables, tableSize                 int
+		rounds, poolThreads               int
+		duration, warmup                  time.Duration
+		network                           string
+		unix, countSyscalls, checkTpbench bool
 	)
 	cmd := &cobra.Command{
 		Use:   "peers",
@@ -44,6 +44,11 @@ with each process's context switches per statement and, with
 raw_syscalls:sys_enter tracepoint; root). Writes peers.md and peers.json (plus
 tpproxy.yaml, tpproxy.log, haproxy.cfg, haproxy.log) to --out.
 
+--tpbench runs tpbench's own load right after every sysbench run, on the same
+target with the same workload, clients, warmup and measured time, and adds a
+table of the two tools' TPS side by side with each one's own CPU per
+transaction and how many step/target pairs agree within 10%.
+
 --unix-socket adds tpproxy-unix, a second tpproxy with the same settings whose
 backend connections use the server's unix socket instead of loopback TCP.
 
@@ -63,7 +68,7 @@ delayed 0.2 ms each way (root only).`,
 			}
 			cfg := bench.PeersConfig{
 				OutDir: out, Proxy: proxy, HAProxy: haproxy, Sysbench: sysbench,
-				Baseline: bench.ProxyOptions{Binary: baselineBin}, BaselineName: baselineName, BaselineSet: baselineSet, Unix: unix, CountSyscalls: countSyscalls,
+				Baseline: bench.ProxyOptions{Binary: baselineBin}, BaselineName: baselineName, BaselineSet: baselineSet, Unix: unix, CountSyscalls: countSyscalls, Tpbench: checkTpbench,
 				Tables: tables, TableSize: tableSize, Rounds: rounds,
 				Duration: duration, Warmup: warmup, PSMode: psMode,
 				Out: cmd.OutOrStdout(), Interactive: isTerminal(cmd.OutOrStdout()), Logger: a.log,
@@ -114,6 +119,7 @@ delayed 0.2 ms each way (root only).`,
 	fl.StringVar(&baselineName, "baseline-name", "tpproxy-before", "the --baseline-bin (or --baseline-set) target's name")
 	fl.StringArrayVar(&baselineSet, "baseline-set", nil, "KEY=VALUE: an override for the baseline target only, after --proxy-set (repeatable); without --baseline-bin the baseline is this tpproxy build, e.g. --baseline-set backend.pool_size=auto")
 	fl.BoolVar(&countSyscalls, "count-syscalls", false, "count each watched process's system calls in the measured window with perf stat (root; perf on PATH) for the cost table")
+	fl.BoolVar(&checkTpbench, "tpbench", false, "after every sysbench run, run tpbench's own load the same way on the same target, and compare the two (TPS within 10%, each tool's CPU per transaction)")
 	fl.BoolVar(&unix, "unix-socket", false, "add the target tpproxy-unix: a second tpproxy, the same settings, connecting to the server over its unix socket (loopback only)")
 	fl.StringVar(&network, "network", "loopback", "loopback, or a one-way delay such as 0.2ms on every link between sysbench, the relays and the servers (network namespaces of their own; root only)")
 	pf.register(cmd)

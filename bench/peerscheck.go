@@ -32,7 +32,7 @@ type TpbenchCheck struct {
 // tpbench counts as agreeing with it.
 const checkAgreement = 0.10
 
-// runTpbenchCheck runs tpbench's load as sysbench's run r was run on t.
+// runTpbenchCheck runs tpbench's load for step st on t as sysbench ran it.
 func runTpbenchCheck(ctx context.Context, cfg PeersConfig, st DemoStep, t Target) *TpbenchCheck {
 	wl, err := NewWorkload(st.Workload, Schema{Tables: cfg.Tables, TableSize: cfg.TableSize, Prepared: cfg.PSMode == "auto"})
 	if err != nil {

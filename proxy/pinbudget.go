@@ -80,7 +80,7 @@ type pinWaiter struct {
 	// shed: granted was closed to give the waiter up, not to grant it;
 	// the error says so.
 	shed    error
-	since   time.Time // queued at (set when admission by queue delay is on)
+	since   time.Time // queued at (the budget's clock)
 	granted chan struct{}
 	links   ilist.Links[pinWaiter]
 }
@@ -152,33 +152,29 @@ func (b *pinBudget) take(ctx context.Context, account string, sticky bool, lim f
 		b.mu.Unlock()
 		return nil
 	}
-	w := &pinWaiter{account: account, sticky: sticky, granted: make(chan struct{})}
-	if cc.On() {
-		w.since = b.clock()
-	}
+	w := &pinWaiter{account: account, sticky: sticky, granted: make(chan struct{}), since: b.clock()}
 	b.waiters.PushBack(w, &w.links)
 	b.grant(l) // the queue may hold only waiters of accounts at their limit
 	b.mu.Unlock()
 	select {
 	case <-w.granted:
-		return b.verdict(w)
+		return w.shed
 	default:
 	}
 	b.waits.Add(1)
 	began := time.Now()
 	timer := time.NewTimer(waits.Limit)
 	defer timer.Stop()
-	var l0 PinLimits
 	for {
 		select {
 		case <-w.granted:
-			return b.verdict(w)
+			return w.shed
 		case <-timer.C:
 		case <-ctx.Done():
 		}
 		b.mu.Lock()
-		l0 = lim()
-		if ctx.Err() == nil && !b.heldBack(account, sticky, l0) {
+		l = lim()
+		if ctx.Err() == nil && !b.heldBack(account, sticky, l) {
 			// Only the total holds it: a queue, which waits up to
 			// queue_timeout.
 			if rest := waits.Queue - time.Since(began); rest > 0 {
@@ -191,9 +187,8 @@ func (b *pinBudget) take(ctx context.Context, account string, sticky bool, lim f
 	}
 	if !b.waiters.Remove(&w.links) {
 		b.mu.Unlock()
-		return b.verdict(w) // granted or given up while giving up
+		return w.shed // granted (nil) or given up while giving up
 	}
-	l = l0
 	atAccount := b.byAccount[account] >= l.PerAccount && l.PerAccount < l.Total
 	atSticky := !atAccount && b.heldBack(account, sticky, l)
 	b.grant(l) // our place may have held up waiters of other accounts
@@ -262,10 +257,6 @@ func (b *pinBudget) clock() time.Time {
 	return time.Now()
 }
 
-// verdict is take's result for a waiter whose granted channel is closed:
-// nil, or the error of one given up (written before the close).
-func (b *pinBudget) verdict(w *pinWaiter) error { return w.shed }
-
 // grant hands free slots to waiters in FIFO order, passing over those of
 // accounts at their own limit and, for good, those past max_sticky_pinned.
 // With admission by queue delay on and the queue overloaded, it first
@@ -275,31 +266,13 @@ func (b *pinBudget) grant(l PinLimits) {
 	if b.waiters.Len() == 0 {
 		return
 	}
-	if !b.delay.Config().On() {
-		for w := b.waiters.Front(); w != nil && b.held < l.Total; {
-			next := w.links.Next()
-			if b.fits(w.account, w.sticky, l) {
-				b.waiters.Remove(&w.links)
-				b.grantTo(w.account, w.sticky)
-				close(w.granted)
-			}
-			w = next
-		}
-		return
-	}
-	now := b.clock()
-	overloaded := b.delay.Overloaded(now)
-	if overloaded {
-		for w := b.waiters.Front(); w != nil && b.delay.GiveUp(now, now.Sub(w.since)); {
-			next := w.links.Next()
-			b.waiters.Remove(&w.links)
-			c := b.delay.Config()
-			b.delay.Observe(now, now.Sub(w.since))
-			w.shed = fmt.Errorf("%w (waited %s; overloaded: waits above codel_target %s for codel_interval %s)",
-				errPinShed, now.Sub(w.since).Round(time.Millisecond), c.Target, c.Interval)
-			b.shed.Add(1)
-			close(w.granted)
-			w = next
+	on := b.delay.Config().On()
+	var now time.Time
+	overloaded := false
+	if on {
+		now = b.clock()
+		if overloaded = b.delay.Overloaded(now); overloaded {
+			b.slough(now)
 		}
 	}
 	first, step := b.waiters.Front(), (*ilist.Links[pinWaiter]).Next
@@ -309,17 +282,31 @@ func (b *pinBudget) grant(l PinLimits) {
 	for w := first; w != nil && b.held < l.Total; {
 		next := step(&w.links)
 		if b.fits(w.account, w.sticky, l) {
-			// The wait that tells a standing queue: w's own, or the
-			// oldest one's when the newest goes first.
-			wait := now.Sub(w.since)
-			if f := b.waiters.Front(); f != nil {
-				wait = max(wait, now.Sub(f.since))
+			if on {
+				// The wait that tells a standing queue: the oldest
+				// waiter's (w's own when it is the oldest), also when the
+				// newest goes first.
+				b.delay.Observe(now, now.Sub(b.waiters.Front().since))
 			}
 			b.waiters.Remove(&w.links)
 			b.grantTo(w.account, w.sticky)
-			b.delay.Observe(now, wait)
 			close(w.granted)
 		}
+		w = next
+	}
+}
+
+// slough gives up the waiters, oldest first, that waited past twice the
+// target while the queue is overloaded. mu must be held.
+func (b *pinBudget) slough(now time.Time) {
+	for w := b.waiters.Front(); w != nil && b.delay.GiveUp(now, now.Sub(w.since)); {
+		next := w.links.Next()
+		wait := now.Sub(w.since)
+		b.waiters.Remove(&w.links)
+		b.delay.Observe(now, wait)
+		w.shed = fmt.Errorf("%w (%s)", errPinShed, b.delay.Config().Reason(wait))
+		b.shed.Add(1)
+		close(w.granted)
 		w = next
 	}
 }

@@ -355,8 +355,7 @@ func (s *Scheduler) Admit(ctx context.Context, t *Task) error {
 
 // shedError is Admit's error for a statement given up after waiting d.
 func (s *Scheduler) shedError(d time.Duration) error {
-	return fmt.Errorf("%w (waited %s; overloaded: waits above codel_target %s for codel_interval %s)",
-		ErrShed, d.Round(time.Millisecond), s.Config().CodelTarget, s.Config().CodelInterval)
+	return fmt.Errorf("%w (%s)", ErrShed, s.Codel().Reason(d))
 }
 
 // observeWait records an admitted statement's queue wait.

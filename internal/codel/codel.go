@@ -12,7 +12,10 @@
 // Time is passed in, so tests drive it with a fake clock.
 package codel
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Config sets a Detector. A zero Target turns it off: never overloaded.
 type Config struct {
@@ -30,6 +33,13 @@ func (c Config) On() bool { return c.Target > 0 && c.Interval > 0 }
 // Slough is the wait past which an overloaded queue gives a request up:
 // twice the target, as folly does.
 func (c Config) Slough() time.Duration { return 2 * c.Target }
+
+// Reason says why a request that waited wait was given up under c, for
+// its error message.
+func (c Config) Reason(wait time.Duration) string {
+	return fmt.Sprintf("waited %s; overloaded: waits above codel_target %s for codel_interval %s",
+		wait.Round(time.Millisecond), c.Target, c.Interval)
+}
 
 // Detector judges one queue.
 type Detector struct {

@@ -101,6 +101,7 @@ func testServer() *fakeServer {
 			def('V', "v_orders", "select `app`.`orders`.`id` AS `id` from `app`.`orders`"),
 			def('V', "v_plain", "select 1 AS `one`"),
 			def('A', "orders", "id"),
+			def('A', "v_orders", "id"), // were a view's column shown so
 		},
 		"other": {
 			def('R', "g", "RETURN NEXTVAL(s)"),
@@ -216,6 +217,7 @@ func TestAutoIncrement(t *testing.T) {
 		{"other", "Items", "other_id"},
 		{"other", "ITEMS", "item_id"},
 		{"nosuch", "orders", ""},
+		{"", "v_orders", ""}, // a view: not a table with a column of its own
 	} {
 		got, err := c.AutoIncrement(ctx, srv, app, k.schema, k.table)
 		if err != nil || got != k.want {

@@ -40,6 +40,7 @@ const opTimeout = 10 * time.Second
 type Conn struct {
 	p  *Pool
 	nc net.Conn
+	rw net.Conn // what r and w use: nc, or nc read and written directly
 	r  *mysqlwire.Reader
 	w  *mysqlwire.Writer
 
@@ -463,6 +464,22 @@ func (c *Conn) RefusalAfterWrite() *mysqlwire.Error {
 // sequence: the server answers with the next id.
 func (c *Conn) Flush() error {
 	c.r.SetSeq(c.w.Seq())
+	return c.flush()
+}
+
+// FlushBehind is Flush for a command whose answer the caller reads next:
+// the bytes leave in the system call that then waits for the answer
+// (netx.DirectConn.WriteBehind), one read fewer per command. A failed
+// write shows as the read's error.
+func (c *Conn) FlushBehind() error {
+	c.r.SetSeq(c.w.Seq())
+	if c.r.Buffered() == 0 && c.w.Buffered() > 0 {
+		netx.WriteBehind(c.rw)
+	}
+	return c.flush()
+}
+
+func (c *Conn) flush() error {
 	if err := c.w.Flush(); err != nil {
 		c.broken = true
 		return fmt.Errorf("%w: %w", ErrBroken, err)
@@ -546,6 +563,7 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 	c := &Conn{
 		p:        p,
 		nc:       nc,
+		rw:       rw,
 		r:        mysqlwire.NewReader(rw, make([]byte, bufSize), nil),
 		w:        mysqlwire.NewWriterSize(rw, bufSize),
 		threadID: g.ConnID,
@@ -666,7 +684,10 @@ func (c *Conn) command(cmd byte, arg string) error {
 	if err := c.w.End(); err != nil {
 		return err
 	}
-	return c.Flush()
+	if cmd == mysqlwire.ComQuit {
+		return c.Flush() // nothing is read after it
+	}
+	return c.FlushBehind()
 }
 
 // readResult reads a complete response to a command the pool sent. It

@@ -84,7 +84,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 			c.StartCommand()
 			err = c.Writer().WritePacket(p)
 			if err == nil {
-				err = c.Flush()
+				err = c.FlushBehind()
 			}
 			if err != nil {
 				if me := c.RefusalAfterWrite(); me != nil {

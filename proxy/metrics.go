@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/histogram"
+	"github.com/tpproxy/tpproxy/internal/netx"
 )
 
 // commandNames are the metric labels of the command bytes 0x00..0x1f;
@@ -206,6 +207,12 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// WriteBehind passes netx.WriteBehind on to the socket.
+func (c *countingConn) WriteBehind() bool { return netx.WriteBehind(c.Conn) }
+
+// SendBehind passes netx.SendBehind on to the socket.
+func (c *countingConn) SendBehind() { netx.SendBehind(c.Conn) }
 
 // slowQueueLog writes the "slow queue" warnings, at most slowQueueBurst a
 // second; the lines it drops are counted in the next one it writes.

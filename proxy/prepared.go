@@ -303,7 +303,7 @@ func (s *Session) sendStmt(ctx context.Context, c *pool.Conn, p []byte, run *stm
 			c.MarkBroken()
 			return errors.Join(pool.ErrBroken, err)
 		}
-		if err := c.Flush(); err != nil {
+		if err := c.FlushBehind(); err != nil {
 			return err
 		}
 		rl := relayerOf(s)
@@ -415,7 +415,7 @@ func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
 	c.StartCommand()
 	err := c.Writer().WritePacket(p)
 	if err == nil {
-		err = c.Flush()
+		err = c.FlushBehind()
 	}
 	var res result
 	if err == nil {

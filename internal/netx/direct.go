@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -39,6 +40,17 @@ type DirectConn struct {
 	wn      int
 	werr    error
 	writeFn func(fd uintptr) bool
+
+	// Write-behind (WriteBehind): behindNext says the next Write is kept
+	// in behind (a pooled buffer) for the next Read to send; while pairing
+	// that Read's function sends it first (pairSent; pairStuck: the socket
+	// took only part of it) and reads once the socket has an answer.
+	behindNext bool
+	pairing    bool
+	pairSent   bool
+	pairStuck  bool
+	behind     *[]byte
+	raw        behindRaw
 }
 
 // Direct returns nc with direct reads and writes where the system has
@@ -59,19 +71,73 @@ func Direct(nc net.Conn) net.Conn {
 	c := &DirectConn{Conn: nc, rc: rc}
 	c.readFn = c.tryRead
 	c.writeFn = c.tryWrite
+	c.raw = behindRaw{c}
 	return c
 }
 
+// WriteBehind says that the next Write, a request or an answer after which
+// this side reads the peer's next message, need not reach the socket
+// before that read: the Write keeps the bytes (up to MaxBehind) and the
+// next Read writes them in the callback that then waits for the peer,
+// without first trying a read. A read tried before it waits finds nothing
+// after a request the peer has yet to answer: it is a system call per
+// message saved on each side (the write itself cannot be saved).
+//
+// That wait comes after the netpoller's readiness was reset (RawConn.Read
+// resets it first), so the answer's arrival, which can only follow the
+// write, always wakes it. The caller asks for it only when it has read
+// everything the peer sent before (its reader holds nothing), so no byte
+// already in the socket waits unread behind the write. Bytes kept are sent
+// before anything else uses the socket: a later Write, and the raw
+// connection's Read, Write and Control. Only the goroutine that reads and
+// writes the connection may ask, and one that ends it without reading
+// again calls SendBehind before Close (which, called from anywhere,
+// leaves a kept write alone).
+func (c *DirectConn) WriteBehind() bool {
+	c.behindNext = true
+	return true
+}
+
+// MaxBehind bounds a write kept for the next read; a larger one is written
+// at once.
+const MaxBehind = 16 << 10
+
+var behindPool = sync.Pool{New: func() any { b := make([]byte, 0, MaxBehind); return &b }}
+
+// WriteBehind asks c for a write-behind (DirectConn.WriteBehind) when c
+// offers it, and reports whether it does.
+func WriteBehind(c any) bool {
+	b, ok := c.(interface{ WriteBehind() bool })
+	return ok && b.WriteBehind()
+}
+
+// SendBehind calls c's SendBehind (DirectConn.SendBehind) when it has one.
+func SendBehind(c any) {
+	if b, ok := c.(interface{ SendBehind() }); ok {
+		b.SendBehind()
+	}
+}
+
 // Read reads into p what the socket has, waiting for at least one byte.
+// A write kept by WriteBehind goes first.
 func (c *DirectConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
-		return 0, nil
+		return 0, c.sendBehind()
 	}
 	if len(p) > maxRW {
 		p = p[:maxRW]
 	}
 	c.rbuf, c.rn, c.rerr = p, 0, nil
-	err := c.rc.Read(c.readFn)
+	var err error
+	if c.behind != nil {
+		var werr error
+		if err, werr = c.readPaired(); werr != nil {
+			c.rbuf, c.rerr = nil, nil
+			return 0, werr
+		}
+	} else {
+		err = c.rc.Read(c.readFn)
+	}
 	n, rerr := c.rn, c.rerr
 	c.rbuf, c.rerr = nil, nil
 	switch {
@@ -85,11 +151,28 @@ func (c *DirectConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Write writes all of p, waiting for room as often as it takes.
+// Write writes all of p, waiting for room as often as it takes; after
+// WriteBehind a small p is only kept, for the next Read to send.
 func (c *DirectConn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if c.behindNext {
+		c.behindNext = false
+		if c.behind == nil && len(p) <= MaxBehind {
+			c.behind = behindPool.Get().(*[]byte)
+			*c.behind = append((*c.behind)[:0], p...)
+			return len(p), nil
+		}
+	}
+	if err := c.sendBehind(); err != nil {
+		return 0, err
+	}
+	return c.write(p)
+}
+
+// write writes all of p to the socket.
+func (c *DirectConn) write(p []byte) (int, error) {
 	c.wbuf, c.wn, c.werr = p, 0, nil
 	err := c.rc.Write(c.writeFn)
 	n, werr := c.wn, c.werr
@@ -103,9 +186,122 @@ func (c *DirectConn) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// sendBehind writes a kept write, if any, waiting for room as Write does.
+func (c *DirectConn) sendBehind() error {
+	if c.behind == nil {
+		return nil
+	}
+	b := c.behind
+	_, err := c.write(*b)
+	c.dropBehind()
+	return err
+}
+
+// dropBehind gives the kept write's buffer back.
+func (c *DirectConn) dropBehind() {
+	if c.behind != nil {
+		*c.behind = (*c.behind)[:0]
+		behindPool.Put(c.behind)
+		c.behind = nil
+	}
+}
+
+// tryPair is tryRead for a read that first sends the
+// write kept by WriteBehind: the write, then (false) a wait for the
+// answer without a read that would find nothing, then reads. A write the
+// socket cannot take whole ends the call (pairStuck) for endPair to finish.
+func (c *DirectConn) tryPair(fd uintptr) bool {
+	c.pairSent = true
+	if !c.tryWrite(fd) {
+		c.pairStuck = true
+		return true
+	}
+	return c.werr != nil
+}
+
+// readPaired is Read's call after WriteBehind: the kept write, a wait,
+// the read (tryPair). werr is the write's error.
+func (c *DirectConn) readPaired() (err, werr error) {
+	c.wbuf, c.wn, c.werr = *c.behind, 0, nil
+	c.pairing, c.pairSent, c.pairStuck = true, false, false
+	err = c.rc.Read(c.readFn)
+	c.pairing = false
+	stuck := c.pairStuck
+	if werr = c.endPair(); werr != nil {
+		return nil, werr
+	}
+	if stuck && err == nil {
+		// The write is out now; the read is still to do.
+		err = c.rc.Read(c.readFn)
+	}
+	return err, nil
+}
+
+// endPair ends a paired read's write: what the socket did not take is
+// written now (waiting for room), and a write the call never reached (a
+// deadline or Close came first) is written the usual way. The error is
+// the write's, as Write reports it.
+func (c *DirectConn) endPair() error {
+	b := c.behind
+	defer c.dropBehind()
+	switch {
+	case c.werr != nil:
+		err := c.opError("write", os.NewSyscallError("write", c.werr))
+		c.wbuf, c.werr = nil, nil
+		return err
+	case !c.pairSent:
+		_, err := c.write(*b)
+		return err
+	case c.pairStuck:
+		_, err := c.write((*b)[c.wn:])
+		return err
+	}
+	c.wbuf = nil
+	return nil
+}
+
+// SendBehind writes a kept write, if any, as far as the socket takes it
+// at once: for a connection about to be closed, whose owner will not read
+// again (a write that would wait is dropped).
+func (c *DirectConn) SendBehind() {
+	if c.behind == nil {
+		return
+	}
+	_ = c.rc.Write(func(fd uintptr) bool {
+		_, _ = rawWrite(fd, *c.behind)
+		return true
+	})
+	c.dropBehind()
+}
+
 // SyscallConn returns the socket's raw connection (the parked-session
-// poller waits on it).
-func (c *DirectConn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
+// poller waits on it); its calls send a kept write first.
+func (c *DirectConn) SyscallConn() (syscall.RawConn, error) { return &c.raw, nil }
+
+// behindRaw is the socket's raw connection, sending what WriteBehind kept
+// before its calls.
+type behindRaw struct{ c *DirectConn }
+
+func (r *behindRaw) Control(f func(fd uintptr)) error {
+	if err := r.c.sendBehind(); err != nil {
+		return err
+	}
+	return r.c.rc.Control(f)
+}
+
+func (r *behindRaw) Read(f func(fd uintptr) bool) error {
+	if err := r.c.sendBehind(); err != nil {
+		return err
+	}
+	return r.c.rc.Read(f)
+}
+
+func (r *behindRaw) Write(f func(fd uintptr) bool) error {
+	if err := r.c.sendBehind(); err != nil {
+		return err
+	}
+	return r.c.rc.Write(f)
+}
 
 // opError wraps err as net.Conn's methods do, under their operation's
 // name (RawConn reports "raw-read" and "raw-write").
@@ -119,6 +315,9 @@ func (c *DirectConn) opError(op string, err error) error {
 // tryRead is RawConn.Read's function: false asks it to wait for the
 // socket to become readable.
 func (c *DirectConn) tryRead(fd uintptr) bool {
+	if c.pairing && !c.pairSent {
+		return c.tryPair(fd)
+	}
 	for {
 		n, errno := rawRead(fd, c.rbuf)
 		switch errno {

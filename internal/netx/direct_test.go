@@ -3,10 +3,12 @@ package netx
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -157,10 +159,13 @@ func TestDirectConnWriteToReset(t *testing.T) {
 
 // BenchmarkDirectConnPingPong and BenchmarkNetConnPingPong: one small
 // write and one read per round trip over loopback, as the relay does.
-func BenchmarkDirectConnPingPong(b *testing.B) { benchPingPong(b, true) }
-func BenchmarkNetConnPingPong(b *testing.B)    { benchPingPong(b, false) }
+// BenchmarkDirectConnPingPongBehind: the same with WriteBehind on both
+// sides, as the proxy writes answers and requests.
+func BenchmarkDirectConnPingPong(b *testing.B)       { benchPingPong(b, true, false) }
+func BenchmarkDirectConnPingPongBehind(b *testing.B) { benchPingPong(b, true, true) }
+func BenchmarkNetConnPingPong(b *testing.B)          { benchPingPong(b, false, false) }
 
-func benchPingPong(b *testing.B, direct bool) {
+func benchPingPong(b *testing.B, direct, behind bool) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -180,6 +185,9 @@ func benchPingPong(b *testing.B, direct bool) {
 			if err != nil {
 				return
 			}
+			if behind {
+				WriteBehind(c)
+			}
 			if _, err := c.Write(buf[:n]); err != nil {
 				return
 			}
@@ -198,6 +206,9 @@ func benchPingPong(b *testing.B, direct bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
+		if behind {
+			WriteBehind(c)
+		}
 		if _, err := c.Write(msg); err != nil {
 			b.Fatal(err)
 		}
@@ -208,5 +219,217 @@ func benchPingPong(b *testing.B, direct bool) {
 			}
 			got += n
 		}
+	}
+}
+
+// behindConn is Direct's connection of pair, skipping the test where
+// reads and writes are not direct.
+func behindConn(t *testing.T) (*DirectConn, net.Conn) {
+	t.Helper()
+	d, peer := pair(t)
+	dc, ok := d.(*DirectConn)
+	if !ok {
+		t.Skip("no direct reads and writes here")
+	}
+	return dc, peer
+}
+
+// readFull reads n bytes from c within a second.
+func readFull(t *testing.T, c net.Conn, n int) []byte {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	defer c.SetReadDeadline(time.Time{})
+	b := make([]byte, n)
+	if _, err := io.ReadFull(c, b); err != nil {
+		t.Fatalf("read %d bytes: %v", n, err)
+	}
+	return b
+}
+
+// quiet reports whether c receives nothing for 50 ms.
+func quiet(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	defer c.SetReadDeadline(time.Time{})
+	n, _ := c.Read(make([]byte, 1))
+	return n == 0
+}
+
+// TestWriteBehindGoesOutWithTheRead: a kept write reaches the peer only
+// when the next Read starts, and that Read gets the peer's answer to it;
+// a second round trip does the same; WriteBehind is one write's.
+func TestWriteBehindGoesOutWithTheRead(t *testing.T) {
+	d, peer := behindConn(t)
+	for round := range 2 {
+		req := []byte(fmt.Sprintf("request %d", round))
+		if !WriteBehind(d) {
+			t.Fatal("WriteBehind refused")
+		}
+		if n, err := d.Write(req); n != len(req) || err != nil {
+			t.Fatalf("kept write: %d, %v", n, err)
+		}
+		if !quiet(peer) {
+			t.Fatal("the kept write went out before the read")
+		}
+		go func() {
+			got := readFull(t, peer, len(req))
+			if !bytes.Equal(got, req) {
+				t.Errorf("peer got %q, want %q", got, req)
+			}
+			peer.Write([]byte("answer"))
+		}()
+		got := readFull(t, d, len("answer"))
+		if string(got) != "answer" {
+			t.Fatalf("read %q", got)
+		}
+	}
+	// Without WriteBehind a write goes out at once.
+	if _, err := d.Write([]byte("now")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFull(t, peer, 3); string(got) != "now" {
+		t.Fatalf("peer got %q", got)
+	}
+}
+
+// TestWriteBehindKeepsOrder: a write after a kept one sends the kept one
+// first; a write over MaxBehind is not kept.
+func TestWriteBehindKeepsOrder(t *testing.T) {
+	d, peer := behindConn(t)
+	WriteBehind(d)
+	d.Write([]byte("first "))
+	d.Write([]byte("second"))
+	if got := readFull(t, peer, 12); string(got) != "first second" {
+		t.Fatalf("peer got %q", got)
+	}
+	big := bytes.Repeat([]byte{'b'}, MaxBehind+1)
+	WriteBehind(d)
+	if _, err := d.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFull(t, peer, len(big)); !bytes.Equal(got, big) {
+		t.Fatal("the large write differs")
+	}
+}
+
+// TestWriteBehindSentWhenTheReadCannotWait: a Read that fails before it
+// waits (its deadline passed) still sends the kept write, and so do the
+// raw connection's calls and SendBehind.
+func TestWriteBehindSentWhenTheReadCannotWait(t *testing.T) {
+	d, peer := behindConn(t)
+	WriteBehind(d)
+	d.Write([]byte("kept"))
+	_ = d.SetReadDeadline(time.Unix(1, 0))
+	if _, err := d.Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past its deadline: %v", err)
+	}
+	_ = d.SetReadDeadline(time.Time{})
+	if got := readFull(t, peer, 4); string(got) != "kept" {
+		t.Fatalf("peer got %q", got)
+	}
+
+	rc, err := d.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	WriteBehind(d)
+	d.Write([]byte("raw"))
+	if err := rc.Control(func(uintptr) {}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFull(t, peer, 3); string(got) != "raw" {
+		t.Fatalf("peer got %q", got)
+	}
+
+	WriteBehind(d)
+	d.Write([]byte("last"))
+	SendBehind(d)
+	d.Close()
+	if got := readFull(t, peer, 4); string(got) != "last" {
+		t.Fatalf("peer got %q", got)
+	}
+}
+
+// TestWriteBehindTheSocketTakesInParts: a kept write the socket cannot
+// take at once (a full socket, a peer that reads late) is finished before
+// the read, whole and in order.
+func TestWriteBehindTheSocketTakesInParts(t *testing.T) {
+	// A unix socket pair: its buffer is what it is set to, where TCP's
+	// grows while the peer does not read.
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.SetsockoptInt(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
+	var ends [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends[i] = c
+	}
+	dd, peer := Direct(ends[0]), ends[1]
+	t.Cleanup(func() { dd.Close(); peer.Close() })
+	d, ok := dd.(*DirectConn)
+	if !ok {
+		t.Skip("no direct reads and writes here")
+	}
+	// Fill the way first, so the kept write meets a full socket: a write
+	// that stops at its deadline leaves the socket full.
+	_ = d.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+	n, err := d.Write(bytes.Repeat([]byte{'f'}, 64<<20))
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("filling write: %d, %v", n, err)
+	}
+	_ = d.SetWriteDeadline(time.Time{})
+	filler := bytes.Repeat([]byte{'f'}, n)
+	req := bytes.Repeat([]byte{'k'}, MaxBehind)
+	errc := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond) // the kept write meets the full socket
+		if got := readFull(t, peer, len(filler)); !bytes.Equal(got, filler) {
+			errc <- errors.New("filler differs")
+			return
+		}
+		got := readFull(t, peer, len(req))
+		if !bytes.Equal(got, req) {
+			errc <- errors.New("kept write differs")
+			return
+		}
+		_, err := peer.Write([]byte("ok"))
+		errc <- err
+	}()
+	WriteBehind(d)
+	if _, err := d.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFull(t, d, 2); string(got) != "ok" {
+		t.Fatalf("read %q", got)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriteBehindWriteError: a kept write to a reset peer fails the read
+// with the write's error.
+func TestWriteBehindWriteError(t *testing.T) {
+	d, peer := behindConn(t)
+	_ = peer.(*net.TCPConn).SetLinger(0)
+	peer.Close()
+	time.Sleep(20 * time.Millisecond)
+	var err error
+	for range 100 {
+		WriteBehind(d)
+		d.Write([]byte("x"))
+		if _, err = d.Read(make([]byte, 10)); err != nil {
+			break
+		}
+	}
+	var se *os.SyscallError
+	if !errors.As(err, &se) && err != io.EOF {
+		t.Fatalf("read after a write to a reset peer: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/histogram"
-	"github.com/tpproxy/tpproxy/internal/netx"
 )
 
 // commandNames are the metric labels of the command bytes 0x00..0x1f;
@@ -207,12 +206,6 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	}
 	return n, err
 }
-
-// WriteBehind passes netx.WriteBehind on to the socket.
-func (c *countingConn) WriteBehind() bool { return netx.WriteBehind(c.Conn) }
-
-// SendBehind passes netx.SendBehind on to the socket.
-func (c *countingConn) SendBehind() { netx.SendBehind(c.Conn) }
 
 // slowQueueLog writes the "slow queue" warnings, at most slowQueueBurst a
 // second; the lines it drops are counted in the next one it writes.

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
-	"github.com/tpproxy/tpproxy/internal/netx"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/scheduler"
 )
@@ -242,11 +241,6 @@ func (s *Session) serve() (parked bool) {
 		if pins := s.pinsHeld(); pins != s.pinsNow.Load() {
 			s.pinsNow.Store(pins)
 		}
-		if !quit && err == nil && s.r.Buffered() == 0 && s.w.Buffered() > 0 {
-			// The answer goes out with the wait for the next command
-			// (netx.DirectConn.WriteBehind): one read fewer per command.
-			netx.WriteBehind(s.nc)
-		}
 		if ferr := s.w.Flush(); err == nil {
 			err = ferr
 		}
@@ -316,7 +310,6 @@ func (s *Session) teardown() {
 		s.releasePinned()
 	}
 	s.pinsNow.Store(0)
-	netx.SendBehind(s.nc) // the last answer, kept for a read that will not come
 	_ = s.nc.Close()
 	s.w.Release()
 	s.r.Drop()

@@ -85,9 +85,15 @@ func Direct(nc net.Conn) net.Conn {
 //
 // That wait comes after the netpoller's readiness was reset (RawConn.Read
 // resets it first), so the answer's arrival, which can only follow the
-// write, always wakes it. The caller asks for it only when it has read
-// everything the peer sent before (its reader holds nothing), so no byte
-// already in the socket waits unread behind the write. Bytes kept are sent
+// write, always wakes it. Bytes the peer sent unasked before the reset
+// would wait unread (their readiness is what the reset drops), so it is
+// for a peer that only answers, a server: the caller asks for it when its
+// reader holds nothing of the peer's. Not for a client, which may send its
+// next command before it has the answer to this one (MariaDB Connector/J
+// pipelines its connection set-up): arriving after the caller looked and
+// before the read began, that command would never be read. A peer that
+// closes meanwhile is no such case: the write draws its RST, which wakes
+// the wait. Bytes kept are sent
 // before anything else uses the socket: a later Write, and the raw
 // connection's Read, Write and Control. Only the goroutine that reads and
 // writes the connection may ask, and one that ends it without reading

@@ -160,7 +160,7 @@ func TestDirectConnWriteToReset(t *testing.T) {
 // BenchmarkDirectConnPingPong and BenchmarkNetConnPingPong: one small
 // write and one read per round trip over loopback, as the relay does.
 // BenchmarkDirectConnPingPongBehind: the same with WriteBehind on both
-// sides, as the proxy writes answers and requests.
+// sides (the proxy uses it on its backend side only).
 func BenchmarkDirectConnPingPong(b *testing.B)       { benchPingPong(b, true, false) }
 func BenchmarkDirectConnPingPongBehind(b *testing.B) { benchPingPong(b, true, true) }
 func BenchmarkNetConnPingPong(b *testing.B)          { benchPingPong(b, false, false) }

@@ -40,9 +40,11 @@ const opTimeout = 10 * time.Second
 type Conn struct {
 	p  *Pool
 	nc net.Conn
-	rw net.Conn // what r and w use: nc, or nc read and written directly
-	r  *mysqlwire.Reader
-	w  *mysqlwire.Writer
+	// direct is what r and w use when nc is read and written directly
+	// (nil under TLS, which reads and writes nc itself): FlushBehind's.
+	direct *netx.DirectConn
+	r      *mysqlwire.Reader
+	w      *mysqlwire.Writer
 
 	threadID uint32
 	version  string
@@ -473,8 +475,8 @@ func (c *Conn) Flush() error {
 // write shows as the read's error.
 func (c *Conn) FlushBehind() error {
 	c.r.SetSeq(c.w.Seq())
-	if c.r.Buffered() == 0 && c.w.Buffered() > 0 {
-		netx.WriteBehind(c.rw)
+	if c.direct != nil && c.r.Buffered() == 0 && c.w.Buffered() > 0 {
+		c.direct.WriteBehind()
 	}
 	return c.flush()
 }
@@ -563,7 +565,6 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 	c := &Conn{
 		p:        p,
 		nc:       nc,
-		rw:       rw,
 		r:        mysqlwire.NewReader(rw, make([]byte, bufSize), nil),
 		w:        mysqlwire.NewWriterSize(rw, bufSize),
 		threadID: g.ConnID,
@@ -576,6 +577,7 @@ func (p *Pool) dial(ctx context.Context, foundRows, extMeta bool) (*Conn, error)
 		// A new session's LAST_INSERT_ID() is 0.
 		liidKnown: true,
 	}
+	c.direct, _ = rw.(*netx.DirectConn)
 	c.state.FoundRows = foundRows
 	c.state.ExtMetadata = c.extCaps&extMetadata != 0
 	c.acctInUse = p.inUseCount(p.cfg.User)

@@ -50,7 +50,6 @@ type DirectConn struct {
 	pairSent   bool
 	pairStuck  bool
 	behind     *[]byte
-	raw        behindRaw
 }
 
 // Direct returns nc with direct reads and writes where the system has
@@ -71,7 +70,6 @@ func Direct(nc net.Conn) net.Conn {
 	c := &DirectConn{Conn: nc, rc: rc}
 	c.readFn = c.tryRead
 	c.writeFn = c.tryWrite
-	c.raw = behindRaw{c}
 	return c
 }
 
@@ -93,16 +91,11 @@ func Direct(nc net.Conn) net.Conn {
 // pipelines its connection set-up): arriving after the caller looked and
 // before the read began, that command would never be read. A peer that
 // closes meanwhile is no such case: the write draws its RST, which wakes
-// the wait. Bytes kept are sent
-// before anything else uses the socket: a later Write, and the raw
-// connection's Read, Write and Control. Only the goroutine that reads and
-// writes the connection may ask, and one that ends it without reading
-// again calls SendBehind before Close (which, called from anywhere,
-// leaves a kept write alone).
-func (c *DirectConn) WriteBehind() bool {
-	c.behindNext = true
-	return true
-}
+// the wait. A kept write goes out with the next Read, or first in the next
+// Write; nothing else sends it (not the raw connection, not Close), so
+// only the goroutine that reads and writes the connection may ask, and
+// only when its next call on it is that Read.
+func (c *DirectConn) WriteBehind() { c.behindNext = true }
 
 // MaxBehind bounds a write kept for the next read; a larger one is written
 // at once.
@@ -110,25 +103,11 @@ const MaxBehind = 16 << 10
 
 var behindPool = sync.Pool{New: func() any { b := make([]byte, 0, MaxBehind); return &b }}
 
-// WriteBehind asks c for a write-behind (DirectConn.WriteBehind) when c
-// offers it, and reports whether it does.
-func WriteBehind(c any) bool {
-	b, ok := c.(interface{ WriteBehind() bool })
-	return ok && b.WriteBehind()
-}
-
-// SendBehind calls c's SendBehind (DirectConn.SendBehind) when it has one.
-func SendBehind(c any) {
-	if b, ok := c.(interface{ SendBehind() }); ok {
-		b.SendBehind()
-	}
-}
-
 // Read reads into p what the socket has, waiting for at least one byte.
 // A write kept by WriteBehind goes first.
 func (c *DirectConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
-		return 0, c.sendBehind()
+		return 0, nil
 	}
 	if len(p) > maxRW {
 		p = p[:maxRW]
@@ -266,48 +245,9 @@ func (c *DirectConn) endPair() error {
 	return nil
 }
 
-// SendBehind writes a kept write, if any, as far as the socket takes it
-// at once: for a connection about to be closed, whose owner will not read
-// again (a write that would wait is dropped).
-func (c *DirectConn) SendBehind() {
-	if c.behind == nil {
-		return
-	}
-	_ = c.rc.Write(func(fd uintptr) bool {
-		_, _ = rawWrite(fd, *c.behind)
-		return true
-	})
-	c.dropBehind()
-}
-
 // SyscallConn returns the socket's raw connection (the parked-session
-// poller waits on it); its calls send a kept write first.
-func (c *DirectConn) SyscallConn() (syscall.RawConn, error) { return &c.raw, nil }
-
-// behindRaw is the socket's raw connection, sending what WriteBehind kept
-// before its calls.
-type behindRaw struct{ c *DirectConn }
-
-func (r *behindRaw) Control(f func(fd uintptr)) error {
-	if err := r.c.sendBehind(); err != nil {
-		return err
-	}
-	return r.c.rc.Control(f)
-}
-
-func (r *behindRaw) Read(f func(fd uintptr) bool) error {
-	if err := r.c.sendBehind(); err != nil {
-		return err
-	}
-	return r.c.rc.Read(f)
-}
-
-func (r *behindRaw) Write(f func(fd uintptr) bool) error {
-	if err := r.c.sendBehind(); err != nil {
-		return err
-	}
-	return r.c.rc.Write(f)
-}
+// poller waits on it).
+func (c *DirectConn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
 
 // opError wraps err as net.Conn's methods do, under their operation's
 // name (RawConn reports "raw-read" and "raw-write").

@@ -137,14 +137,19 @@ func TestDirectConnDeadlinesAndClose(t *testing.T) {
 	}
 }
 
+// reset closes peer with an RST and gives it time to arrive.
+func reset(peer net.Conn) {
+	_ = peer.(*net.TCPConn).SetLinger(0)
+	peer.Close()
+	time.Sleep(20 * time.Millisecond)
+}
+
 // TestDirectConnWriteToReset: writing to a peer that reset the
 // connection fails with a syscall error (EPIPE/ECONNRESET), not a crash
 // on SIGPIPE.
 func TestDirectConnWriteToReset(t *testing.T) {
 	d, peer := pair(t)
-	_ = peer.(*net.TCPConn).SetLinger(0)
-	peer.Close()
-	time.Sleep(20 * time.Millisecond)
+	reset(peer)
 	var err error
 	for range 100 {
 		if _, err = d.Write(make([]byte, 4096)); err != nil {
@@ -185,8 +190,8 @@ func benchPingPong(b *testing.B, direct, behind bool) {
 			if err != nil {
 				return
 			}
-			if behind {
-				WriteBehind(c)
+			if dc, ok := c.(*DirectConn); ok && behind {
+				dc.WriteBehind()
 			}
 			if _, err := c.Write(buf[:n]); err != nil {
 				return
@@ -206,8 +211,8 @@ func benchPingPong(b *testing.B, direct, behind bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if behind {
-			WriteBehind(c)
+		if dc, ok := c.(*DirectConn); ok && behind {
+			dc.WriteBehind()
 		}
 		if _, err := c.Write(msg); err != nil {
 			b.Fatal(err)
@@ -261,9 +266,7 @@ func TestWriteBehindGoesOutWithTheRead(t *testing.T) {
 	d, peer := behindConn(t)
 	for round := range 2 {
 		req := []byte(fmt.Sprintf("request %d", round))
-		if !WriteBehind(d) {
-			t.Fatal("WriteBehind refused")
-		}
+		d.WriteBehind()
 		if n, err := d.Write(req); n != len(req) || err != nil {
 			t.Fatalf("kept write: %d, %v", n, err)
 		}
@@ -295,14 +298,14 @@ func TestWriteBehindGoesOutWithTheRead(t *testing.T) {
 // first; a write over MaxBehind is not kept.
 func TestWriteBehindKeepsOrder(t *testing.T) {
 	d, peer := behindConn(t)
-	WriteBehind(d)
+	d.WriteBehind()
 	d.Write([]byte("first "))
 	d.Write([]byte("second"))
 	if got := readFull(t, peer, 12); string(got) != "first second" {
 		t.Fatalf("peer got %q", got)
 	}
 	big := bytes.Repeat([]byte{'b'}, MaxBehind+1)
-	WriteBehind(d)
+	d.WriteBehind()
 	if _, err := d.Write(big); err != nil {
 		t.Fatal(err)
 	}
@@ -312,11 +315,10 @@ func TestWriteBehindKeepsOrder(t *testing.T) {
 }
 
 // TestWriteBehindSentWhenTheReadCannotWait: a Read that fails before it
-// waits (its deadline passed) still sends the kept write, and so do the
-// raw connection's calls and SendBehind.
+// waits (its deadline passed) still sends the kept write.
 func TestWriteBehindSentWhenTheReadCannotWait(t *testing.T) {
 	d, peer := behindConn(t)
-	WriteBehind(d)
+	d.WriteBehind()
 	d.Write([]byte("kept"))
 	_ = d.SetReadDeadline(time.Unix(1, 0))
 	if _, err := d.Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -324,27 +326,6 @@ func TestWriteBehindSentWhenTheReadCannotWait(t *testing.T) {
 	}
 	_ = d.SetReadDeadline(time.Time{})
 	if got := readFull(t, peer, 4); string(got) != "kept" {
-		t.Fatalf("peer got %q", got)
-	}
-
-	rc, err := d.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	WriteBehind(d)
-	d.Write([]byte("raw"))
-	if err := rc.Control(func(uintptr) {}); err != nil {
-		t.Fatal(err)
-	}
-	if got := readFull(t, peer, 3); string(got) != "raw" {
-		t.Fatalf("peer got %q", got)
-	}
-
-	WriteBehind(d)
-	d.Write([]byte("last"))
-	SendBehind(d)
-	d.Close()
-	if got := readFull(t, peer, 4); string(got) != "last" {
 		t.Fatalf("peer got %q", got)
 	}
 }
@@ -401,7 +382,7 @@ func TestWriteBehindTheSocketTakesInParts(t *testing.T) {
 		_, err := peer.Write([]byte("ok"))
 		errc <- err
 	}()
-	WriteBehind(d)
+	d.WriteBehind()
 	if _, err := d.Write(req); err != nil {
 		t.Fatal(err)
 	}
@@ -417,12 +398,10 @@ func TestWriteBehindTheSocketTakesInParts(t *testing.T) {
 // with the write's error.
 func TestWriteBehindWriteError(t *testing.T) {
 	d, peer := behindConn(t)
-	_ = peer.(*net.TCPConn).SetLinger(0)
-	peer.Close()
-	time.Sleep(20 * time.Millisecond)
+	reset(peer)
 	var err error
 	for range 100 {
-		WriteBehind(d)
+		d.WriteBehind()
 		d.Write([]byte("x"))
 		if _, err = d.Read(make([]byte, 10)); err != nil {
 			break

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tpproxy/tpproxy/internal/mysqlwire"
+	"github.com/tpproxy/tpproxy/internal/netx"
 )
 
 // clientConn is the protocol side of a client connection: the socket and
@@ -277,6 +278,17 @@ func (s *clientConn) rawConn() syscall.RawConn {
 		}
 	}
 	return s.rc
+}
+
+// parkable is the client socket's layer that detaches from the Go runtime
+// while the session is parked (nil on TLS and compressed connections).
+func (s *clientConn) parkable() *netx.Parkable {
+	cc, ok := s.nc.(*countingConn)
+	if !ok {
+		return nil
+	}
+	pk, _ := cc.Conn.(*netx.Parkable)
+	return pk
 }
 
 // idleDeadline is when wait_timeout ends the wait for the next command

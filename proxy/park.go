@@ -159,6 +159,9 @@ func parkWoken(cc *clientConn, mu *sync.Mutex) {
 // (when wait is set; the poller has waited otherwise), then serves it,
 // and parks again or ends.
 func (srv *Server) resume(s *Session, wait bool) {
+	if pk := s.parkable(); pk != nil && pk.Detached() {
+		srv.poll.attach(srv, s, pk)
+	}
 	if wait {
 		if rc := s.rawConn(); rc != nil {
 			waitReadable(rc)

@@ -3,9 +3,13 @@
 package proxy
 
 import (
+	"errors"
+	"net"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/netx"
 )
 
 // poller watches the sockets of parked sessions with an epoll set of its
@@ -35,6 +39,9 @@ func newPoller() *poller {
 // add hands s to the poller; false means the poller cannot take it (the
 // caller waits in a goroutine instead).
 func (p *poller) add(s *Session) bool {
+	if pk := s.parkable(); pk != nil {
+		return p.addDetached(s, pk)
+	}
 	rc := s.rawConn()
 	if rc == nil {
 		return false
@@ -62,6 +69,54 @@ func (p *poller) add(s *Session) bool {
 	}
 	return true
 }
+
+// addDetached hands s to the poller with its socket detached from the Go
+// runtime (netx.Parkable: the runtime's poll descriptor and the netFD go
+// back while it is parked); resume attaches it again (attach).
+func (p *poller) addDetached(s *Session, pk *netx.Parkable) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	err := pk.Detach(func(fd int) error {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(s.id)}
+		return syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, fd, &ev)
+	})
+	if err != nil {
+		return false
+	}
+	s.rc = nil // the raw connection of the closed net.Conn
+	p.parked[s.id] = s
+	return true
+}
+
+// attach gives a detached parked session's socket back to the Go runtime
+// and takes it out of the epoll set. At the open-file limit it tries
+// again for a while (the session's descriptor is held meanwhile); a
+// session that cannot attach is closed and ends as a closed one does.
+func (p *poller) attach(srv *Server, s *Session, pk *netx.Parkable) {
+	unregister := func(fd int) { _ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, fd, nil) }
+	for i := 0; ; i++ {
+		err := pk.Attach(unregister)
+		if err == nil || errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if i < attachTries && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) {
+			time.Sleep(attachRetry)
+			continue
+		}
+		srv.log.Warn("a parked session could not take its socket back; closing it", "conn_id", s.id, "err", err)
+		_ = pk.Close()
+		return
+	}
+}
+
+// attachTries × attachRetry bound attach's wait at the open-file limit.
+const (
+	attachTries = 100
+	attachRetry = 10 * time.Millisecond
+)
 
 // take removes s from the parked set; it reports whether s was there (so
 // that exactly one of the poller, the reaper, KILL and shutdown wakes it).

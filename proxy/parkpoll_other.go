@@ -5,6 +5,8 @@ package proxy
 import (
 	"sync"
 	"time"
+
+	"github.com/tpproxy/tpproxy/internal/netx"
 )
 
 // poller: parked sessions wait in goroutines of their own here.
@@ -20,3 +22,4 @@ func (p *poller) run(*Server)                              {}
 func (p *poller) expired(time.Time, []*Session) []*Session { return nil }
 func (p *poller) wakeAll(*Server)                          {}
 func (p *poller) close()                                   {}
+func (p *poller) attach(*Server, *Session, *netx.Parkable) {}

@@ -290,7 +290,7 @@ func (srv *Server) serveConn(ctx context.Context, nc net.Conn, extra *extraPort)
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	nc = &countingConn{Conn: netx.Direct(nc), in: &srv.metrics.bytesIn, out: &srv.metrics.bytesOut}
+	nc = &countingConn{Conn: netx.NewParkable(nc), in: &srv.metrics.bytesIn, out: &srv.metrics.bytesOut}
 	s := newSession(srv, nc, extra)
 	if srv.hosts.blocked(s.remoteHost()) {
 		srv.metrics.rejected[RejectHostBlocked].Add(1)

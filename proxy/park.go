@@ -65,10 +65,9 @@ type waiter struct {
 	wait atomic.Uint32
 	// idle is set while the session waits for the client's next command.
 	idle atomic.Bool
-	// polled: the poller has the socket (see clientConn.rc); resumed: the
-	// goroutine is new, the wait for a command goes on.
-	polled, resumed bool
-	waitSince       atomic.Int64
+	// resumed: the goroutine is new, the wait for a command goes on.
+	resumed   bool
+	waitSince atomic.Int64
 	// parkDeadline is when a parked session's wait_timeout ends (unix
 	// ns; 0: none).
 	parkDeadline int64

@@ -36,38 +36,16 @@ func newPoller() *poller {
 	return &poller{epfd: fd, parked: map[uint32]*Session{}, done: make(chan struct{})}
 }
 
-// add hands s to the poller; false means the poller cannot take it (the
-// caller waits in a goroutine instead).
+// add hands s to the poller with its socket detached from the Go runtime
+// (addDetached); false means the poller cannot take it (the caller waits
+// in a goroutine instead): a socket that is not a netx.Parkable, or one
+// that could not detach.
 func (p *poller) add(s *Session) bool {
-	if pk := s.parkable(); pk != nil {
-		return p.addDetached(s, pk)
-	}
-	rc := s.rawConn()
-	if rc == nil {
+	pk := s.parkable()
+	if pk == nil {
 		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return false
-	}
-	p.parked[s.id] = s
-	var err error
-	cerr := rc.Control(func(fd uintptr) {
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(s.id)}
-		op := syscall.EPOLL_CTL_MOD
-		if !s.polled {
-			op = syscall.EPOLL_CTL_ADD
-		}
-		if err = syscall.EpollCtl(p.epfd, op, int(fd), &ev); err == nil {
-			s.polled = true
-		}
-	})
-	if cerr != nil || err != nil {
-		delete(p.parked, s.id)
-		return false
-	}
-	return true
+	return p.addDetached(s, pk)
 }
 
 // addDetached hands s to the poller with its socket detached from the Go

@@ -46,9 +46,6 @@ var ErrNotParkable = errors.New("netx: connection cannot detach")
 // NewParkable wraps nc (Direct(nc) while attached).
 func NewParkable(nc net.Conn) *Parkable { return &Parkable{c: Direct(nc)} }
 
-// Conn is the attached connection (nil while detached): the owner's.
-func (p *Parkable) Conn() net.Conn { return p.c }
-
 // Detached reports whether the connection is detached.
 func (p *Parkable) Detached() bool {
 	p.mu.Lock()
@@ -73,7 +70,7 @@ func (p *Parkable) Write(b []byte) (int, error) {
 // detachedErr is a read or write of a detached connection: a closed one
 // (a closed connection is left detached), or a caller's mistake.
 func (p *Parkable) detachedErr(op string) error {
-	return &net.OpError{Op: op, Net: "tcp", Err: net.ErrClosed}
+	return &net.OpError{Op: op, Err: net.ErrClosed}
 }
 
 // Close closes the connection, attached or not.

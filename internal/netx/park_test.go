@@ -46,7 +46,7 @@ func TestParkableDetachAttach(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if !p.Detached() || p.Conn() != nil {
+	if !p.Detached() || p.LocalAddr() != nil {
 		t.Fatal("not detached")
 	}
 	if _, err := p.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {

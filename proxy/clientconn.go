@@ -34,9 +34,6 @@ type clientConn struct {
 	// wire holds r, w and the reader's resident buffer; a parked session
 	// gives it back to wires (see park).
 	wire *wireParts
-	// rc is the socket's raw connection, for the poller (see rawConn).
-	rc syscall.RawConn
-
 	salt [20]byte
 	caps uint32 // negotiated capabilities
 	// extOffered and extCaps are the MariaDB extended capabilities the
@@ -262,22 +259,23 @@ func (s *clientConn) writeSigned(name []byte, v int64, status uint16) error {
 	return s.writeValue(col, strconv.AppendInt(buf[:0], v, 10), status)
 }
 
-// rawConn is the client socket's, for the poller.
+// rawConn is the client socket's (nil on TLS and compressed connections
+// and while detached), for a look at what it has to read. Not cached: it
+// is asked for only on the way to parking or retiring.
 func (s *clientConn) rawConn() syscall.RawConn {
-	if s.rc == nil {
-		cc, ok := s.nc.(*countingConn)
-		if !ok {
-			return nil
-		}
-		sc, ok := cc.Conn.(syscall.Conn)
-		if !ok {
-			return nil
-		}
-		if rc, err := sc.SyscallConn(); err == nil {
-			s.rc = rc
-		}
+	cc, ok := s.nc.(*countingConn)
+	if !ok {
+		return nil
 	}
-	return s.rc
+	sc, ok := cc.Conn.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }
 
 // parkable is the client socket's layer that detaches from the Go runtime

@@ -181,7 +181,8 @@ func TestInflightWatcher(t *testing.T) {
 	cc, _, cli := pipeConn(t)
 	var f inflight
 	c := new(pool.Conn) // identity only: nothing is sent on it
-	f.beginExec(c, comQuery, []byte("SELECT SLEEP(10)"))
+	var info [infoLen]byte
+	f.beginExec(c, comQuery, []byte("SELECT SLEEP(10)"), &info)
 	if f.cur != c || f.curCmd != comQuery || string(f.curInfo[:f.curInfoLen]) != "SELECT SLEEP(10)" {
 		t.Fatalf("beginExec recorded %v %d %q", f.cur, f.curCmd, f.curInfo[:f.curInfoLen])
 	}
@@ -218,7 +219,7 @@ func TestInflightWatcher(t *testing.T) {
 	}
 
 	// KILL CONNECTION marks the session; the statement's end reports it.
-	f.beginExec(c, comQuery, nil)
+	f.beginExec(c, comQuery, nil, &info)
 	f.mu.Lock()
 	f.killed = true
 	f.mu.Unlock()
@@ -228,7 +229,7 @@ func TestInflightWatcher(t *testing.T) {
 
 	// While the session reads the client itself, no watcher starts.
 	f.killed = false
-	f.beginExec(c, comQuery, nil)
+	f.beginExec(c, comQuery, nil, &info)
 	f.stopWatching(cc.nc)
 	f.maybeWatch(time.Now().Add(watchAfter), cc, nil, nil, 1)
 	if f.watchDone != nil {

@@ -77,7 +77,7 @@ func (s *Session) execute(ctx context.Context, p []byte, mode relayMode, info *s
 			return err
 		}
 		s.scopeOf(q, info, &res)
-		s.beginExec(c, p[0], q)
+		s.beginExec(c, p[0], q, &s.wire.info)
 		if run != nil {
 			err = s.sendStmt(ctx, c, p, run, &res)
 		} else {

@@ -19,19 +19,22 @@ import (
 // mu is held, so the backend thread it names cannot be handed to another
 // session meanwhile.
 type inflight struct {
-	mu         sync.Mutex
-	cur        *pool.Conn    // backend running this session's statement
-	curSince   monoTime      // when it began
-	curCmd     byte          // its command
-	curInfo    [infoLen]byte // the start of its SQL text, for the processlist
-	curInfoLen uint8         // ≤ infoLen
+	mu       sync.Mutex
+	cur      *pool.Conn // backend running this session's statement
+	curSince monoTime   // when it began
+	// curInfo is the start of its SQL text, for the processlist: kept in
+	// the session's wireParts (a parked session has no statement), set
+	// and cleared with cur.
+	curInfo    *[infoLen]byte
 	watchDone  chan struct{} // non-nil while a watcher goroutine runs
+	curCmd     byte          // its command
+	curInfoLen uint8         // ≤ infoLen
 	noWatch    bool          // the session goroutine reads from the client mid-statement
 	killed     bool          // KILL CONNECTION: end after the current statement
 	gone       bool          // the watcher saw the client disconnect
 	// The published view of the goroutine-owned fields (see publish).
-	pubPins    pinReason     // the session's pin reasons
 	pubPinned  bool          // it holds a backend
+	pubPins    pinReason     // the session's pin reasons
 	pubThread  uint32        // that backend's thread id
 	pubUser    string        // the user it logged in as
 	pubSchema  string        // its default schema
@@ -39,13 +42,15 @@ type inflight struct {
 }
 
 // beginExec records that c runs a statement of this session, so KILL and
-// the disconnect watcher can find it.
-func (f *inflight) beginExec(c *pool.Conn, cmd byte, q []byte) {
+// the disconnect watcher can find it; the start of q, its text, is kept
+// in info (the session's wireParts) for the processlist.
+func (f *inflight) beginExec(c *pool.Conn, cmd byte, q []byte, info *[infoLen]byte) {
 	f.mu.Lock()
 	f.cur = c
 	f.curSince = monoNow()
 	f.curCmd = cmd
-	f.curInfoLen = uint8(copy(f.curInfo[:], q))
+	f.curInfo = info
+	f.curInfoLen = uint8(copy(info[:], q))
 	f.mu.Unlock()
 }
 
@@ -53,7 +58,7 @@ func (f *inflight) beginExec(c *pool.Conn, cmd byte, q []byte) {
 // whether the client disconnected or the session was killed meanwhile.
 func (f *inflight) endExec(nc net.Conn) (ended bool) {
 	f.mu.Lock()
-	f.cur = nil
+	f.cur, f.curInfo = nil, nil
 	done := f.watchDone
 	f.watchDone = nil
 	ended = f.gone || f.killed

@@ -23,12 +23,16 @@ import (
 const parkAfter = time.Second
 
 // wireParts are what a session needs only while it is not parked: its
-// packet reader and writer and the reader's resident buffer. They are
+// packet reader and writer, the reader's resident buffer and the
+// processlist's copy of the running statement's text. They are
 // one allocation, kept in wires while sessions park.
 type wireParts struct {
 	r     mysqlwire.Reader
 	w     mysqlwire.Writer
 	small [smallBufSize]byte
+	// info is the running statement's text for the processlist
+	// (inflight.curInfo).
+	info [infoLen]byte
 }
 
 var wires = sync.Pool{New: func() any { return new(wireParts) }}
@@ -64,9 +68,7 @@ type waiter struct {
 	// sessions idle for long.
 	wait atomic.Uint32
 	// idle is set while the session waits for the client's next command.
-	idle atomic.Bool
-	// resumed: the goroutine is new, the wait for a command goes on.
-	resumed   bool
+	idle      atomic.Bool
 	waitSince atomic.Int64
 	// parkDeadline is when a parked session's wait_timeout ends (unix
 	// ns; 0: none).

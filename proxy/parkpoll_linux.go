@@ -64,7 +64,6 @@ func (p *poller) addDetached(s *Session, pk *netx.Parkable) bool {
 	if err != nil {
 		return false
 	}
-	s.rc = nil // the raw connection of the closed net.Conn
 	p.parked[s.id] = s
 	return true
 }

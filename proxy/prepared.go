@@ -411,7 +411,7 @@ func (s *Session) stmtFetch(ctx context.Context, p []byte) error {
 	}
 	c := s.pinned
 	mysqlwire.PutStmtID(p, cs.cursor)
-	s.beginExec(c, comStmtFetch, cs.e.sql)
+	s.beginExec(c, comStmtFetch, cs.e.sql, &s.wire.info)
 	c.StartCommand()
 	err := c.Writer().WritePacket(p)
 	if err == nil {

@@ -65,7 +65,7 @@ func (s *inflight) info(id uint32, host string) SessionInfo {
 // infoLen is how much of a statement's text the processlist shows.
 const infoLen = 100
 
-// Session.curInfoLen is a uint8: infoLen must fit it.
+// inflight.curInfoLen is a uint8: infoLen must fit it.
 const _ = uint8(infoLen)
 
 // commandName names a command as SHOW PROCESSLIST does.

@@ -47,7 +47,10 @@ type Session struct {
 	// cmdIndex is the command being served (commandIndex) and errs (above)
 	// counts the error answers written, so that the loop can tell the
 	// command's outcome.
-	cmdIndex int
+	cmdIndex int32
+	// resumed: the goroutine is new (Server.resume), the wait for a
+	// command goes on.
+	resumed bool
 
 	// inflight is what KILL, the processlist and the disconnect watcher
 	// share with the session goroutine.
@@ -235,7 +238,7 @@ func (s *Session) serve() (parked bool) {
 		s.idle.Store(false)
 		start := time.Now()
 		s.w.SetSeq(s.r.Seq())
-		s.cmdIndex = commandIndex(p)
+		s.cmdIndex = int32(commandIndex(p))
 		errs := s.errs
 		quit, err := s.dispatch(ctx, p)
 		if pins := s.pinsHeld(); pins != s.pinsNow.Load() {
@@ -246,7 +249,7 @@ func (s *Session) serve() (parked bool) {
 		}
 		s.w.Release()
 		s.r.Shrink()
-		s.srv.countCommand(s.cmdIndex, s.errs != errs, start)
+		s.srv.countCommand(int(s.cmdIndex), s.errs != errs, start)
 		if s.pubPins != s.pins || s.pubPinned != (s.pinned != nil) || s.pubSchema != s.state.Schema || s.pubUser != s.user {
 			s.publish(s.user, &s.mirror)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tpproxy/tpproxy/internal/autosize"
 	"github.com/tpproxy/tpproxy/internal/config"
+	"github.com/tpproxy/tpproxy/internal/gctune"
 	"github.com/tpproxy/tpproxy/pool"
 	"github.com/tpproxy/tpproxy/proxy"
 	"github.com/tpproxy/tpproxy/scheduler"
@@ -73,6 +74,8 @@ type reloader struct {
 
 	// shutdownTimeout is the shutdown_timeout in force (nanoseconds).
 	shutdownTimeout atomic.Int64
+	// gc sets GOGC from gc_headroom (runServe runs it).
+	gc *gctune.Tuner
 
 	// mu serialises reloads and guards cur and hash.
 	mu   sync.Mutex
@@ -104,6 +107,7 @@ func newReloader(path string, flags *pflag.FlagSet, env []string, cfg *config.Co
 	r.reloads.WithLabelValues("failure")
 	r.lastSuccess.SetToCurrentTime()
 	r.shutdownTimeout.Store(int64(cfg.ShutdownTimeout))
+	r.gc = gctune.New(int64(cfg.GCHeadroom))
 	if data, err := os.ReadFile(path); err == nil {
 		r.hash = sha256.Sum256(data)
 	}
@@ -112,7 +116,7 @@ func newReloader(path string, flags *pflag.FlagSet, env []string, cfg *config.Co
 
 // collectors are the reload metrics, for the HTTP endpoint's registry.
 func (r *reloader) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.reloads, r.restartRequired, r.lastSuccess}
+	return []prometheus.Collector{r.reloads, r.restartRequired, r.lastSuccess, r.gc.Collector()}
 }
 
 // attach gives the reloader the components it reconfigures. Until then
@@ -260,6 +264,7 @@ func (r *reloader) apply(next *config.Config, keys []string) error {
 	r.front.SetMaxBufferMemory(int64(next.MaxBufferMemory))
 	r.front.SetPinLimits(next.MaxPinnedConnections, next.MaxPinnedPerAccount, next.MaxStickyPinned)
 	r.shutdownTimeout.Store(int64(next.ShutdownTimeout))
+	r.gc.SetHeadroom(int64(next.GCHeadroom))
 	return nil
 }
 

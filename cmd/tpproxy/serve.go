@@ -90,6 +90,11 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *rel
 		"pool_size", poolSizeText(cfg.Backend), "server_version", st.Pool.ServerVersion(),
 		"thread_pool", scfg.Algorithm.String(), "thread_pool_size", scfg.Size,
 		"oversubscribe", scfg.Oversubscribe, "max_threads", scfg.MaxThreads)
+	if rl.gc.Disabled() {
+		log.Info("GOGC=off: gc_headroom does not apply")
+	} else {
+		bg.Go(func() { rl.gc.Run(bgCtx) })
+	}
 	if opts.adaptiveProcs {
 		bg.Go(func() { governProcs(bgCtx, log, st.Server, st.Scheduler, st.Pool) })
 	}

@@ -59,7 +59,9 @@ const (
 	MaxAllowedPacket ByteSize = 1 * GiB
 	// MinBufferMemory is the least max_buffer_memory: a few packets.
 	MinBufferMemory ByteSize = 1 * MiB
-	MaxPoolSize              = 10000
+	// DefaultGCHeadroom is gc_headroom's default (see Config.GCHeadroom).
+	DefaultGCHeadroom ByteSize = 8 * MiB
+	MaxPoolSize                = 10000
 	// DefaultPoolSizeMin and DefaultPoolSizeMax bound pool_size: auto.
 	DefaultPoolSizeMin = 4
 	DefaultPoolSizeMax = 64
@@ -141,6 +143,14 @@ type Config struct {
 	// server directly is seen after at most this long. 0 reads it again for
 	// every statement that needs it.
 	CatalogTTL time.Duration `mapstructure:"catalog_ttl"`
+	// GCHeadroom bounds how far the Go heap may grow past what was live
+	// after a collection before the next one starts, in bytes rather than
+	// GOGC's percentage: a proxy's live heap is mostly its sessions, which
+	// stay, so GOGC=100 would double what thousands of idle sessions cost.
+	// GOGC (100 unless the environment says otherwise) stays the upper
+	// bound, 10% the lower one, and a second's worth of allocation the
+	// least headroom (internal/gctune). 0: GOGC alone.
+	GCHeadroom ByteSize `mapstructure:"gc_headroom"`
 }
 
 // ThreadPool is the file's thread_pool section: the scheduler's own Config
@@ -331,6 +341,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		WatchConfig:     true,
 		CatalogTTL:      time.Second,
+		GCHeadroom:      DefaultGCHeadroom,
 	}
 }
 

@@ -252,6 +252,8 @@ var table = named([]Setting{
 		field: number(func(c *Config) *time.Duration { return &c.Log.SlowQueue })},
 	{Key: "catalog_ttl", Kind: KindDuration, Applies: Proxy, Zero: "read the catalog every time", Min: 1,
 		field: number(func(c *Config) *time.Duration { return &c.CatalogTTL })},
+	{Key: "gc_headroom", Kind: KindBytes, Applies: Process, Dynamic: true, Zero: "GOGC alone",
+		field: number(func(c *Config) *ByteSize { return &c.GCHeadroom })},
 	{Key: "shutdown_timeout", Kind: KindDuration, Applies: Process, Dynamic: true, Zero: "close at once", Min: 1,
 		field: number(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 })

@@ -263,15 +263,11 @@ func (s *clientConn) writeSigned(name []byte, v int64, status uint16) error {
 // and while detached), for a look at what it has to read. Not cached: it
 // is asked for only on the way to parking or retiring.
 func (s *clientConn) rawConn() syscall.RawConn {
-	cc, ok := s.nc.(*countingConn)
-	if !ok {
+	pk := s.parkable()
+	if pk == nil {
 		return nil
 	}
-	sc, ok := cc.Conn.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
+	rc, err := pk.SyscallConn()
 	if err != nil {
 		return nil
 	}
@@ -307,12 +303,7 @@ func (s *clientConn) canPark() bool {
 // parkableConn is canPark's look at the connection. The reaper may call it
 // once the session waits for a command: nc is set during the handshake.
 func (s *clientConn) parkableConn() bool {
-	cc, ok := s.nc.(*countingConn)
-	if !ok {
-		return false
-	}
-	_, ok = cc.Conn.(syscall.Conn)
-	return ok && parkOS
+	return parkOS && s.parkable() != nil
 }
 
 // writePrepareOK answers COM_STMT_PREPARE with the session's statement id

@@ -130,24 +130,17 @@ func (t *Tuner) Percent() int { return int(t.percent.Load()) }
 // tuner leaves alone.
 func (t *Tuner) Disabled() bool { return t.off }
 
-// want is the GOGC for a live heap with alloc bytes allocated per second.
-func want(headroom int64, live, allocRate uint64, max int) int {
+// want is the GOGC for a live heap with allocRate bytes allocated per
+// second, at most ceiling (the start's GOGC).
+func want(headroom int64, live, allocRate uint64, ceiling int) int {
 	if headroom <= 0 || live == 0 {
-		return max
+		return ceiling
 	}
-	budget := max64(uint64(headroom), allocRate)
-	p := budget * 100 / live
-	if p >= uint64(max) {
-		return max
+	p := max(uint64(headroom), allocRate) * 100 / live
+	if p >= uint64(ceiling) {
+		return ceiling
 	}
-	return int(max64(p, MinPercent))
-}
-
-func max64(a, b uint64) uint64 {
-	if a > b {
-		return a
-	}
-	return b
+	return int(max(p, MinPercent))
 }
 
 // step reads the heap and sets GOGC when it should change; a heap whose

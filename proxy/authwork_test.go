@@ -77,6 +77,9 @@ func TestTLSHandshakeHoldsNoSlotWhileTheClientStalls(t *testing.T) {
 		// The staller: a ClientHello, then nothing (its handshake waits on
 		// a client that never sends its second flight).
 		sa, ca := net.Pipe()
+		// Read before the handshake starts: its CPU work may be done
+		// before this goroutine runs again.
+		busy := w.busy.Load()
 		stalled := make(chan error, 1)
 		go func() { stalled <- serve(sa) }()
 		go func() {
@@ -86,7 +89,6 @@ func TestTLSHandshakeHoldsNoSlotWhileTheClientStalls(t *testing.T) {
 		}()
 		// Once its server side has done its CPU work and waits for the
 		// client, it holds no slot.
-		busy := w.busy.Load()
 		// (10 s: a TLS 1.2 RSA handshake under -race on a loaded 2-CPU
 		// machine once took longer than 3.)
 		for deadline := time.Now().Add(10 * time.Second); w.busy.Load() == busy || len(w.slots) != 0; {
